@@ -1,0 +1,60 @@
+// optimizer.cpp — parameter groups, AdamW and the warm-up + cosine schedule.
+#include "lib/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/attention.h"
+
+namespace sg {
+namespace {
+
+bool is_arm_parameter(const std::string& name) {
+  const auto leaf = name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
+  const auto& names = AttentionImpl::no_decay_names();
+  return std::find(names.begin(), names.end(), leaf) != names.end();
+}
+
+}  // namespace
+
+ParameterGroups parameter_groups(const torch::nn::Module& model) {
+  ParameterGroups groups;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) continue;
+    if (item.value().dim() >= 2 && !is_arm_parameter(item.key())) {
+      groups.decay.push_back(item.value());
+      groups.decay_names.push_back(item.key());
+    } else {
+      groups.no_decay.push_back(item.value());
+      groups.no_decay_names.push_back(item.key());
+    }
+  }
+  return groups;
+}
+
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train) {
+  auto groups = parameter_groups(model);
+  auto options = [&](double decay) {
+    auto o = std::make_unique<torch::optim::AdamWOptions>(train.lr_peak);
+    o->betas({train.beta1, train.beta2}).eps(1e-8).weight_decay(decay);
+    return o;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> param_groups;
+  param_groups.emplace_back(groups.decay, options(train.weight_decay));
+  param_groups.emplace_back(groups.no_decay, options(0.0));
+  return std::make_unique<torch::optim::AdamW>(param_groups, torch::optim::AdamWOptions(train.lr_peak));
+}
+
+double learning_rate(const TrainConfig& train, int64_t step) {
+  if (step < train.warmup) return train.lr_peak * static_cast<double>(step + 1) / static_cast<double>(train.warmup);
+  const int64_t span = train.iterations - 1 - train.warmup;
+  if (span <= 0) return train.lr_min;
+  const double progress = std::min(1.0, static_cast<double>(step - train.warmup) / static_cast<double>(span));
+  return train.lr_min + 0.5 * (train.lr_peak - train.lr_min) * (1.0 + std::cos(M_PI * progress));
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+}  // namespace sg

@@ -1,0 +1,33 @@
+// optimizer.h — AdamW with the weight-decay groups of App. A and the learning-rate schedule.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/config.h"
+
+namespace sg {
+
+/// Parameters split by whether they are weight-decayed: tensors of dimension >= 2 decay, except
+/// the arm parameters (sink logit, tau_h, w_h, b_h), which never do.
+struct ParameterGroups {
+  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<std::string> decay_names, no_decay_names;
+};
+
+ParameterGroups parameter_groups(const torch::nn::Module& model);
+
+/// AdamW(beta1, beta2), weight decay on the decay group only, learning rate set per step by
+/// learning_rate().
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train);
+
+/// Learning rate at 0-based optimizer step `step`: linear warm-up to lr_peak over `warmup`
+/// steps, then cosine decay reaching lr_min exactly at the final step (iterations - 1).
+double learning_rate(const TrainConfig& train, int64_t step);
+
+/// Sets the learning rate of every parameter group.
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
+}  // namespace sg

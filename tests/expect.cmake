@@ -1,0 +1,11 @@
+# Runs CMD with ARGS (a ;-list) and checks the exit code and that stderr contains EXPECT_STDERR.
+execute_process(COMMAND ${CMD} ${ARGS} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT code EQUAL EXPECT_CODE)
+  message(FATAL_ERROR "exit code ${code}, expected ${EXPECT_CODE}\nstdout: ${out}\nstderr: ${err}")
+endif()
+if(DEFINED EXPECT_STDERR)
+  string(FIND "${err}" "${EXPECT_STDERR}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "stderr lacks '${EXPECT_STDERR}'\nstderr: ${err}")
+  endif()
+endif()
