@@ -36,16 +36,15 @@ Kernel pick_kernel(const torch::Tensor& q) {
 class SinkAttentionFunction : public torch::autograd::Function<SinkAttentionFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor q, torch::Tensor k,
-                               torch::Tensor v, torch::Tensor sink, double scale) {
+                               torch::Tensor v, torch::Tensor sink, double scale, bool causal) {
     const Kernel kernel = pick_kernel(q);
     const int64_t length = q.size(2);
     torch::Tensor out, lse;
     if (kernel == Kernel::cpu_flash) {
       std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
-          q, k, v, /*dropout_p=*/0.0, /*is_causal=*/true, /*attn_mask=*/{}, scale);
+          q, k, v, /*dropout_p=*/0.0, causal, /*attn_mask=*/{}, scale);
     } else if (kernel == Kernel::cuda_flash) {
-      auto result = at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0,
-                                                            /*is_causal=*/true,
+      auto result = at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0, causal,
                                                             /*return_debug_mask=*/false, scale);
       out = std::get<0>(result);
       lse = std::get<1>(result);
@@ -57,8 +56,7 @@ class SinkAttentionFunction : public torch::autograd::Function<SinkAttentionFunc
       ctx->saved_data["philox_offset"] = std::get<7>(result);
     } else {
       auto result = at::_scaled_dot_product_efficient_attention(
-          q, k, v, /*attn_bias=*/{}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0,
-          /*is_causal=*/true, scale);
+          q, k, v, /*attn_bias=*/{}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0, causal, scale);
       out = std::get<0>(result);
       lse = std::get<1>(result);
       ctx->saved_data["philox_seed"] = std::get<2>(result);
@@ -73,6 +71,7 @@ class SinkAttentionFunction : public torch::autograd::Function<SinkAttentionFunc
     lse_saved.index_put_({Slice(), Slice(), Slice(0, length)}, lse_sink.to(lse.scalar_type()));
     ctx->save_for_backward({q, k, v, out_sink, lse_saved, sink});
     ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
     ctx->saved_data["kernel"] = static_cast<int64_t>(kernel);
     return out_sink;
   }
@@ -83,24 +82,24 @@ class SinkAttentionFunction : public torch::autograd::Function<SinkAttentionFunc
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &out_sink = saved[3];
     const auto &lse_sink = saved[4], &sink = saved[5];
     const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
     const auto kernel = static_cast<Kernel>(ctx->saved_data["kernel"].toInt());
     auto grad_out = grads[0].contiguous();
     torch::Tensor dq, dk, dv;
     if (kernel == Kernel::cpu_flash) {
       std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-          grad_out, q, k, v, out_sink, lse_sink, /*dropout_p=*/0.0, /*is_causal=*/true,
-          /*attn_mask=*/{}, scale);
+          grad_out, q, k, v, out_sink, lse_sink, /*dropout_p=*/0.0, causal, /*attn_mask=*/{}, scale);
     } else if (kernel == Kernel::cuda_flash) {
       std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_backward(
           grad_out, q, k, v, out_sink, lse_sink, ctx->saved_data["cum_seq_q"].toTensor(),
           ctx->saved_data["cum_seq_k"].toTensor(), ctx->saved_data["max_q"].toInt(),
-          ctx->saved_data["max_k"].toInt(), /*dropout_p=*/0.0, /*is_causal=*/true,
+          ctx->saved_data["max_k"].toInt(), /*dropout_p=*/0.0, causal,
           ctx->saved_data["philox_seed"].toTensor(), ctx->saved_data["philox_offset"].toTensor(), scale);
     } else {
       auto result = at::_scaled_dot_product_efficient_attention_backward(
           grad_out, q, k, v, /*attn_bias=*/torch::Tensor(), out_sink, lse_sink,
           ctx->saved_data["philox_seed"].toTensor(), ctx->saved_data["philox_offset"].toTensor(),
-          /*dropout_p=*/0.0, {true, true, true, false}, /*is_causal=*/true, scale);
+          /*dropout_p=*/0.0, {true, true, true, false}, causal, scale);
       dq = std::get<0>(result);
       dk = std::get<1>(result);
       dv = std::get<2>(result);
@@ -111,7 +110,7 @@ class SinkAttentionFunction : public torch::autograd::Function<SinkAttentionFunc
     const auto rowsum = (grad_out.to(math) * out_sink.to(math)).sum(-1);  // (B, H, T)
     const auto phantom = (sink.to(math).view({1, -1, 1}) - lse_real).exp();  // (B, H, T)
     const auto dsink = -(phantom * rowsum).sum(std::vector<int64_t>{0, 2}).to(sink.scalar_type());              // (H)
-    return {dq, dk, dv, dsink, torch::Tensor()};
+    return {dq, dk, dv, dsink, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -157,8 +156,8 @@ bool fused_attention_supported(const torch::Tensor& q) {
 }
 
 torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                   const torch::Tensor& sink, double scale) {
-  return SinkAttentionFunction::apply(q, k, v, sink, scale);
+                                   const torch::Tensor& sink, double scale, bool causal) {
+  return SinkAttentionFunction::apply(q, k, v, sink, scale, causal);
 }
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
@@ -183,71 +182,65 @@ const std::vector<std::string>& AttentionImpl::no_decay_names() {
   return names;
 }
 
-torch::Tensor AttentionImpl::gate_logits(const torch::Tensor& reads) const {
+torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmParameters& params, double beta) {
   const auto math = math_type(reads);
-  const auto reads_f = reads.to(math);
-  const int64_t h = options_.n_head, d = reads.size(-1);
-  switch (options_.arm.filter) {
+  const auto reads_m = reads.to(math);
+  const int64_t h = reads.size(1), d = reads.size(-1);
+  switch (arm.filter) {
     case Filter::normgate:
     case Filter::renorm: {
-      const auto norms = reads_f.pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));  // (B, H, T)
-      return options_.gate_beta * (norms - gate_tau.to(math).view({1, h, 1}));
+      const auto norms = reads_m.pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));  // (B, H, T)
+      return beta * (norms - params.gate_tau.to(math).view({1, h, 1}));
     }
     case Filter::projgate:
       // Elementwise product and sum rather than a matmul, so autocast leaves it in float32.
-      return (reads_f * gate_w.to(math).view({1, h, 1, d})).sum(-1) + gate_b.to(math).view({1, h, 1});
+      return (reads_m * params.gate_w.to(math).view({1, h, 1, d})).sum(-1) + params.gate_b.to(math).view({1, h, 1});
     case Filter::none:
       break;
   }
   return {};
 }
 
-torch::Tensor AttentionImpl::phantom_logit() const {
-  if (options_.arm.zero == ZeroOption::sinklogit) return sink_logit;
-  if (options_.arm.zero == ZeroOption::offbyone)
-    return torch::zeros({options_.n_head}, c_attn->weight.options().dtype(math_type(c_attn->weight)));
-  return {};
-}
-
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
-  const int64_t batch = x.size(0), length = x.size(1), c = options_.n_embd, h = options_.n_head;
-  const int64_t d = c / h;
-  const Arm& arm = options_.arm;
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v_in,
+                     const ArmParameters& params, const AttendOptions& options) {
+  const int64_t batch = q.size(0), h = q.size(1), length = q.size(2), d = q.size(3);
+  const Arm& arm = options.arm;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const AttentionHooks* hooks = hooks_ && hooks_->active() ? hooks_.get() : nullptr;
+  const AttentionHooks* hooks = options.hooks && options.hooks->active() ? options.hooks : nullptr;
+  KVCache* cache = options.cache;
+  const auto math = math_type(q);
 
-  auto qkv = c_attn(x).view({batch, length, 3, h, d}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, d)
-  auto q = qkv[0], k = qkv[1], v = qkv[2];
-  if (hooks && hooks->corrupt) v = hooks->corrupt(v, options_.layer);
-
-  const auto gate_logit = gate_logits(v);  // (B, H, T) float32, or undefined
+  auto v = v_in;
+  if (hooks && hooks->corrupt) v = hooks->corrupt(v, options.layer);
+  const auto gate_logit = gate_logits(v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
   torch::Tensor gates, reads = v, key_bias;
   if (gate_logit.defined()) gates = torch::sigmoid(gate_logit);
   if (arm.gates_values()) reads = (v.to(gates.scalar_type()) * gates.unsqueeze(-1)).to(v.scalar_type());
   if (arm.filter == Filter::renorm) key_bias = F::logsigmoid(gate_logit);
-  const auto phantom = phantom_logit();
+  torch::Tensor phantom;  // (H) logit of the phantom column
+  if (arm.zero == ZeroOption::sinklogit) phantom = params.sink_logit;
+  if (arm.zero == ZeroOption::offbyone) phantom = torch::zeros({h}, q.options().dtype(math));
 
-  const bool want_fused = backend_ == AttentionBackend::fused ||
-                          (backend_ == AttentionBackend::automatic && fused_attention_supported(q));
-  if (!hooks && !cache && want_fused) {
-    torch::Tensor y;
-    auto q_in = q, k_in = k, v_in = reads;
+  const bool want_fused = options.backend == AttentionBackend::fused ||
+                          (options.backend == AttentionBackend::automatic && fused_attention_supported(q));
+  if (!hooks && !cache && want_fused && (options.causal ? k.size(2) == length : true)) {
+    auto q_in = q, k_in = k, v_pass = reads;
     if (key_bias.defined()) {
       // Augmented dimension: q gets sqrt(d), k gets log g_j, so q'.k'/sqrt(d) = s_ij + log g_j.
       q_in = torch::cat({q, torch::full({batch, h, length, 1}, std::sqrt(static_cast<double>(d)), q.options())}, -1);
       k_in = torch::cat({k, key_bias.unsqueeze(-1).to(k.scalar_type())}, -1);
       q_in = pad_to_multiple_of_8(q_in, d + 1);
       k_in = pad_to_multiple_of_8(k_in, d + 1);
-      v_in = pad_to_multiple_of_8(reads, d + 1);
+      v_pass = pad_to_multiple_of_8(reads, d + 1);
     }
+    torch::Tensor y;
     if (phantom.defined()) {
-      y = fused_sink_attention(q_in, k_in, v_in, phantom, scale);
+      y = fused_sink_attention(q_in, k_in, v_pass, phantom, scale, options.causal);
     } else {
-      y = at::scaled_dot_product_attention(q_in, k_in, v_in, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                           /*is_causal=*/true, scale);
+      y = at::scaled_dot_product_attention(q_in, k_in, v_pass, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                           options.causal, scale);
     }
-    if (y.size(-1) != d) y = y.index({"...", Slice(0, d)});
-    return c_proj(y.transpose(1, 2).reshape({batch, length, c}));
+    return y.size(-1) == d ? y : y.index({"...", Slice(0, d)});
   }
 
   // ---- explicit path ----
@@ -265,11 +258,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
     cache->key_bias = key_bias;
   }
   const int64_t keys_len = keys.size(2), offset = keys_len - length;
-  const auto math = math_type(q);
   auto logits = torch::matmul(q, keys.transpose(-2, -1)).to(math) * scale;  // (B, H, Tq, Tk)
   if (key_bias.defined()) logits = logits + key_bias.unsqueeze(2);
-  const auto allowed = torch::ones({length, keys_len}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
-                           .tril(offset);  // (Tq, Tk): key j visible to query i iff j <= i + offset
+  auto allowed = torch::ones({length, keys_len}, torch::TensorOptions().dtype(torch::kBool).device(q.device()));
+  if (options.causal) allowed = allowed.tril(offset);  // key j visible to query i iff j <= i + offset
   logits = logits.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
   torch::Tensor weights, phantom_mass;
   if (phantom.defined()) {
@@ -294,14 +286,31 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
 
   if (hooks && hooks->telemetry) {
     auto& slots = *hooks->telemetry;
-    if (static_cast<int64_t>(slots.size()) <= options_.layer) slots.resize(options_.layer + 1);
-    auto& record = slots[options_.layer];
+    if (static_cast<int64_t>(slots.size()) <= options.layer) slots.resize(options.layer + 1);
+    auto& record = slots[options.layer];
     record.weights = weights.detach();
     record.phantom_mass = phantom_mass.defined() ? phantom_mass.detach() : torch::Tensor();
     record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
     record.gates = gates.defined() ? gates.detach() : torch::Tensor();
     record.reads = v.detach().to(math);
   }
+  return y;
+}
+
+ArmParameters AttentionImpl::arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b}; }
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
+  const int64_t batch = x.size(0), length = x.size(1), c = options_.n_embd, h = options_.n_head;
+  const int64_t d = c / h;
+  auto qkv = c_attn(x).view({batch, length, 3, h, d}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, d)
+  AttendOptions attend_options;
+  attend_options.arm = options_.arm;
+  attend_options.gate_beta = options_.gate_beta;
+  attend_options.layer = options_.layer;
+  attend_options.hooks = hooks_.get();
+  attend_options.cache = cache;
+  attend_options.backend = backend_;
+  const auto y = attend(qkv[0], qkv[1], qkv[2], arm_parameters(), attend_options);  // (B, H, T, d)
   return c_proj(y.transpose(1, 2).reshape({batch, length, c}));
 }
 

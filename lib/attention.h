@@ -67,6 +67,36 @@ struct KVCache {
   int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
 };
 
+/// The learned parameters of an arm (undefined where the arm has none).
+struct ArmParameters {
+  torch::Tensor sink_logit;  // (H) b_h of the sink logit
+  torch::Tensor gate_tau;    // (H) tau_h of the norm gate and the routing-slot control
+  torch::Tensor gate_w;      // (H, d) w_h of the projection gate
+  torch::Tensor gate_b;      // (H) b_h of the projection gate
+};
+
+/// How attend() runs.
+struct AttendOptions {
+  Arm arm;
+  double gate_beta = 8.0;
+  bool causal = true;    // false: every query sees every key (e.g. the toy task's single query)
+  int64_t layer = 0;     // passed to the hooks and the telemetry slot
+  const AttentionHooks* hooks = nullptr;
+  KVCache* cache = nullptr;  // causal only
+  AttentionBackend backend = AttentionBackend::automatic;
+};
+
+/// The attention arithmetic of an arm, shared by the language model and the toy task:
+/// queries q (B, H, Tq, d) over keys k (B, H, Tk, d) and reads v (B, H, Tk, d) -> (B, H, Tq, d).
+/// Applies the corruption hook to v, the gate, the phantom column and the overrides, and
+/// records telemetry. The fused path is taken when no hook or cache is active.
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     const ArmParameters& params, const AttendOptions& options);
+
+/// The gate's pre-sigmoid argument (B, H, T) from reads (B, H, T, d), in float32 (float64 for
+/// float64 reads), so that g_j = sigmoid(.) and log g_j = logsigmoid(.); undefined without a gate.
+torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmParameters& params, double beta);
+
 struct AttentionOptions {
   int64_t n_embd = 384;
   int64_t n_head = 6;
@@ -89,6 +119,7 @@ class AttentionImpl : public torch::nn::Module {
 
   /// Names of the arm parameters that are never weight-decayed.
   static const std::vector<std::string>& no_decay_names();
+  ArmParameters arm_parameters() const;
 
   torch::nn::Linear c_attn{nullptr};  // (3C, C), no bias
   torch::nn::Linear c_proj{nullptr};  // (C, C), no bias
@@ -98,12 +129,6 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor gate_b;               // (H) b_h of the projection gate, init 4
 
  private:
-  /// The gate's pre-sigmoid argument (B, H, T) in float32 from reads (B, H, T, d), so that
-  /// g_j = sigmoid(.) and log g_j = logsigmoid(.); undefined without a gate.
-  torch::Tensor gate_logits(const torch::Tensor& reads) const;
-  /// Logit of the phantom column per head (H), float32; undefined without a phantom.
-  torch::Tensor phantom_logit() const;
-
   AttentionOptions options_;
   std::shared_ptr<const AttentionHooks> hooks_;
   AttentionBackend backend_ = AttentionBackend::automatic;
@@ -112,9 +137,9 @@ TORCH_MODULE(Attention);
 
 /// Attention with a phantom key column of value zero and logit sink (H), through a fused
 /// kernel: out = O * sigma(lse - sink) with exact gradients for q, k, v and sink.
-/// q, k: (B, H, T, dk); v: (B, H, T, dv) with dv == dk; causal. Returns (B, H, T, dv).
-torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                   const torch::Tensor& v, const torch::Tensor& sink, double scale);
+/// q: (B, H, Tq, d), k and v: (B, H, Tk, d). Returns (B, H, Tq, d).
+torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const torch::Tensor& sink, double scale, bool causal = true);
 
 /// True when fused_sink_attention has a kernel for this device and dtype.
 bool fused_attention_supported(const torch::Tensor& q);
