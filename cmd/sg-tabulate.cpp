@@ -1,0 +1,129 @@
+// sg-tabulate — result tables rendered for people and plots: Markdown, CSV, LaTeX, TSV.
+//
+// Reads result tables (HDF5 files, CSV files with a header row, '-' for stdin; several files
+// concatenate) and prints them (stdout, or -o FILE). Without --rows/--cols the table is printed
+// as it is; with them it is pivoted: the --rows key columns make the printed rows, the --cols key
+// columns the printed columns, the --cell value fills the cells ("mean ± se" where an se column is
+// shown, a dash where a cell has no row). --sections starts a titled block whenever its key
+// columns change (Table 1's three blocks). Markdown and LaTeX use labels and fixed decimals; CSV
+// and TSV keep raw names and full precision (TSV: gnuplot figure data, header line starting '#',
+// missing cells NaN; read it with `set datafile separator "\t"`). --format h5 writes the
+// (concatenated, filtered) rows as a result table instead.
+//
+// Repeatable options (--label, --order, --where, …) take every word up to the next option: put
+// the input files first, or end the options with --.
+//
+// Examples:
+//   sg-pairdiff runs/*.h5 --ref-mean | sg-tabulate - --rows arm --cols tier --signed --plain statistic=mean
+//   sg-tabulate eval.h5 --rows tier,arm --cols seed --cell val_loss --row-mean --label 'seed:*=seed *'
+//   sg-tabulate t2-norm.h5 t2-proj.h5 --rows gate_arm,tier --cols term --se none --format latex -o table2.tex
+#include "lib/cli.h"
+#include "lib/error.h"
+#include "lib/h5.h"
+#include "lib/log.h"
+#include "lib/provenance.h"
+#include "lib/results.h"
+#include "lib/tabulate.h"
+
+namespace {
+
+struct Options {
+  sg::cli::CommonOptions common;
+  std::vector<std::string> inputs;  // empty: stdin
+  std::string format = "md";
+  std::string rows, cols, sections;  // comma-separated key columns
+  std::string cell;
+  std::string se = "auto";
+  int64_t decimals = 4;
+  bool signed_numbers = false;
+  bool row_mean = false;
+  std::string missing;
+  std::string row_order, col_order;  // comma-separated values of the last --rows / --cols key
+  std::vector<std::string> order, labels, headers, section_labels, plain, where;
+  std::string keys;
+};
+
+sg::TabulateOptions tabulate_options(const Options& o) {
+  sg::TabulateOptions t;
+  t.format = sg::parse_format(o.format);
+  t.rows = sg::split_list(o.rows);
+  t.cols = sg::split_list(o.cols);
+  t.sections = sg::split_list(o.sections);
+  t.cell = o.cell;
+  t.se = o.se;
+  t.decimals = static_cast<int>(o.decimals);
+  t.signed_numbers = o.signed_numbers;
+  t.row_mean = o.row_mean;
+  t.missing = o.missing;
+  if (!o.row_order.empty()) {
+    if (t.rows.empty()) throw sg::UsageError("--row-order needs --rows");
+    t.order.push_back({t.rows.back(), sg::split_list(o.row_order)});
+  }
+  if (!o.col_order.empty()) {
+    if (t.cols.empty()) throw sg::UsageError("--col-order needs --cols");
+    t.order.push_back({t.cols.back(), sg::split_list(o.col_order)});
+  }
+  for (const auto& spec : o.order) {
+    const auto [column, values] = sg::split_assignment(spec, "--order");
+    t.order.push_back({column, sg::split_list(values)});
+  }
+  for (const auto& spec : o.labels) t.labels.push_back(sg::parse_label(spec));
+  for (const auto& spec : o.headers) t.headers.push_back(sg::split_assignment(spec, "--header"));
+  for (const auto& spec : o.section_labels) t.section_labels.push_back(sg::split_assignment(spec, "--section-label"));
+  for (const auto& spec : o.plain) t.plain.push_back(sg::split_assignment(spec, "--plain"));
+  return t;
+}
+
+void run(Options options, const std::string& tool, const std::string& command_line) {
+  sg::log::set_level(options.common.log_level);
+  if (options.inputs.empty()) options.inputs.push_back("-");
+  const bool to_h5 = options.format == "h5";
+  const auto settings = to_h5 ? sg::TabulateOptions{} : tabulate_options(options);
+  if (to_h5 && (!options.rows.empty() || !options.cols.empty()))
+    throw sg::UsageError("--format h5 writes the rows as a result table; it does not pivot");
+  if (to_h5 || options.common.output != "-") sg::h5::check_writable(options.common.output, options.common.force);
+
+  const auto table = sg::filter_rows(sg::read_tables(options.inputs, {sg::split_list(options.keys)}), options.where);
+  if (to_h5) {
+    std::string config = "concatenate";
+    for (const auto& w : options.where) config += " where " + w;
+    sg::write_table(options.common.output, table, sg::make_provenance(tool, command_line, options.inputs, config),
+                    options.common.force);
+    return;
+  }
+  sg::write_text(options.common.output, sg::render(table, settings), options.common.force);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  options.common.output = "-";
+  sg::cli::Parser parser("sg-tabulate",
+                         "Render result tables as Markdown, CSV, LaTeX or TSV (figure data), optionally pivoted.");
+  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel);
+  parser.option("inputs", options.inputs, "result tables: HDF5 or CSV files, '-' for stdin (default: stdin)");
+  parser.option("--format", options.format, "md, csv, latex, tsv, or h5 (a result table: concatenate/filter)");
+  parser.choices({"md", "markdown", "csv", "latex", "tex", "tsv", "h5"});
+  parser.option("--rows", options.rows, "key columns making the printed rows, comma-separated, outermost first");
+  parser.option("--cols", options.cols, "key columns making the printed columns, comma-separated");
+  parser.option("--sections", options.sections, "key columns whose change starts a titled block");
+  parser.option("--cell", options.cell, "value column in the cells (default: mean, else the only numeric value)");
+  parser.option("--se", options.se, "column shown as '± se': a name, none, or auto (se when the cell is mean)");
+  parser.option("--decimals", options.decimals, "decimals in Markdown and LaTeX");
+  parser.flag("--signed", options.signed_numbers, "print '+' before positive cells");
+  parser.option("--plain", options.plain, "rows with COLUMN=VALUE print bare values: no sign, no ± (repeatable)");
+  parser.flag("--row-mean", options.row_mean, "add a column with the mean of each printed row's cells");
+  parser.option("--missing", options.missing, "text of an empty cell (default: – in Markdown, -- in LaTeX, NaN in TSV)");
+  parser.option("--row-order", options.row_order, "order of the values of the last --rows key, comma-separated");
+  parser.option("--col-order", options.col_order, "order of the values of the last --cols key, comma-separated");
+  parser.option("--order", options.order, "order of any key's values: COLUMN=V1,V2,... (repeatable)");
+  parser.option("--label", options.labels, "display text: COLUMN:VALUE=TEXT, VALUE=TEXT, or COLUMN:*=TEXT* (repeatable)");
+  parser.option("--header", options.headers, "column header text: COLUMN=TEXT (repeatable)");
+  parser.option("--section-label", options.section_labels, "section title: V1,V2=TITLE for --sections values (repeatable)");
+  parser.option("--where", options.where, "keep rows with COLUMN=V1,V2,... (repeatable)");
+  parser.option("--keys", options.keys,
+                "key columns of CSV inputs, comma-separated (default: the file's #role line, else the "
+                "non-numeric columns and seed)");
+  return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.tool(), parser.command_line()); });
+}
