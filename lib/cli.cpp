@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "lib/device.h"
 #include "lib/error.h"
 #include "lib/log.h"
 #include "sg/version.h"
@@ -56,7 +57,11 @@ void Parser::option(const std::string& names, double& value, const std::string& 
 }
 void Parser::option(const std::string& names, std::vector<std::string>& values, const std::string& help,
                     bool required) {
-  last_ = app_->add_option(names, values, help)->capture_default_str()->required(required);
+  auto* added = app_->add_option(names, values, help)->capture_default_str()->required(required);
+  // A repeatable named option takes one value per occurrence, so it cannot swallow the
+  // positional inputs after it ("--set a=1 in.h5").
+  if (!names.empty() && names[0] == '-') added->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  last_ = added;
 }
 void Parser::flag(const std::string& names, bool& value, const std::string& help) {
   last_ = app_->add_flag(names, value, help);
@@ -85,6 +90,7 @@ bool Parser::parse(int argc, char** argv) {
 int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body) {
   try {
     if (!parser.parse(argc, argv)) return kExitOk;
+    tune_allocator();
     body();
     return kExitOk;
   } catch (const Error& error) {

@@ -2,6 +2,9 @@
 #include "lib/device.h"
 
 #include <ATen/autocast_mode.h>
+#include <malloc.h>
+
+#include <climits>
 
 #include "lib/error.h"
 
@@ -24,6 +27,12 @@ torch::Device parse_device(const std::string& name) {
     throw UsageError("unsupported device '" + name + "'", "use cpu, cuda or cuda:N");
   }
   return device;
+}
+
+void tune_allocator() {
+  mallopt(M_MMAP_MAX, 0);               // no mmap'd chunks: large buffers come from the heap …
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);   // … and the heap is never trimmed back to the OS
+  mallopt(M_TOP_PAD, 64 << 20);         // grow it in large steps
 }
 
 void set_threads(int64_t threads) {

@@ -9,6 +9,11 @@ namespace sg {
 /// "cpu", "cuda" or "cuda:N"; throws UsageError when CUDA is asked for but not available.
 torch::Device parse_device(const std::string& name);
 
+/// Keeps freed memory in the process instead of returning large buffers to the OS and faulting
+/// them back in on every training step (glibc's default behaviour, which made PyTorch eager
+/// several times slower on these machines). Called by every tool before it starts.
+void tune_allocator();
+
 /// Sets LibTorch's intra-op threads (0: keep LibTorch's default, all cores).
 void set_threads(int64_t threads);
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lib/error.h"
+#include "lib/loss.h"
 
 namespace sg {
 
@@ -80,8 +81,8 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, ModelCache* cache) {
 }
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
-  const auto logits = forward(idx);
-  return F::cross_entropy(logits.view({-1, logits.size(-1)}).to(torch::kFloat), targets.reshape({-1}));
+  const auto h = hidden(idx);
+  return linear_cross_entropy(h.reshape({-1, h.size(-1)}), wte->weight, targets.reshape({-1}));
 }
 
 void GPTImpl::set_hooks(std::shared_ptr<const AttentionHooks> hooks) {

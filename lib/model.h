@@ -50,7 +50,8 @@ class GPTImpl : public torch::nn::Module {
   /// idx (B, T) -> final hidden states (B, T, C) after the last LayerNorm (before the head).
   torch::Tensor hidden(const torch::Tensor& idx, ModelCache* cache = nullptr);
 
-  /// Mean next-token cross-entropy (nats) of idx (B, T) against targets (B, T).
+  /// Mean next-token cross-entropy (nats) of idx (B, T) against targets (B, T), without
+  /// materialising all logits at once (lib/loss.h).
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
 
   /// Installs the intervention hooks on every attention layer (nullptr removes them).

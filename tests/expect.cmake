@@ -1,4 +1,5 @@
-# Runs CMD with ARGS (a ;-list) and checks the exit code and that stderr contains EXPECT_STDERR.
+# Runs CMD with ARGS (a ;-list) and checks the exit code, that stderr contains EXPECT_STDERR,
+# that stdout contains EXPECT_STDOUT, and that EXPECT_FILE exists afterwards (each optional).
 execute_process(COMMAND ${CMD} ${ARGS} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT code EQUAL EXPECT_CODE)
   message(FATAL_ERROR "exit code ${code}, expected ${EXPECT_CODE}\nstdout: ${out}\nstderr: ${err}")
@@ -8,4 +9,13 @@ if(DEFINED EXPECT_STDERR)
   if(at EQUAL -1)
     message(FATAL_ERROR "stderr lacks '${EXPECT_STDERR}'\nstderr: ${err}")
   endif()
+endif()
+if(DEFINED EXPECT_STDOUT)
+  string(FIND "${out}" "${EXPECT_STDOUT}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "stdout lacks '${EXPECT_STDOUT}'\nstdout: ${out}")
+  endif()
+endif()
+if(DEFINED EXPECT_FILE AND NOT EXISTS "${EXPECT_FILE}")
+  message(FATAL_ERROR "${EXPECT_FILE} does not exist\nstderr: ${err}")
 endif()

@@ -1,0 +1,75 @@
+// sg-eval — validation loss of trained run files on the fixed final validation batches.
+//
+// Input: one or more run files (sg-train) and the token file they were trained on. Output: a
+// result table (lib/SCHEMA.md) with one row per run: keys tier, arm, seed; values val_loss
+// (nats, mean over final_eval_batches fixed batches of the tier's batch size, drawn by the
+// evaluation seed: the same tokens for every arm and seed), tokens (the number scored) and
+// steps. Zero-shot tasks (LAMBADA, HellaSwag, WikiText-2) are a later addition as new columns.
+//
+// Examples:
+//   sg-eval --tokens data/tokens.h5 runs/small-*.h5 -o results/val.h5
+//   sg-eval --tokens data/tokens.h5 run.h5 --batches 8 -o - | sg-tabulate -
+#include "lib/checkpoint.h"
+#include "lib/cli.h"
+#include "lib/data.h"
+#include "lib/device.h"
+#include "lib/error.h"
+#include "lib/h5.h"
+#include "lib/log.h"
+#include "lib/provenance.h"
+#include "lib/results.h"
+#include "lib/train.h"
+
+namespace {
+
+struct Options {
+  sg::cli::CommonOptions common{"-"};
+  std::string tokens;
+  std::vector<std::string> runs;
+  int64_t batches = 0;  // 0: each run's final_eval_batches
+};
+
+void run(const Options& options, const std::string& command_line) {
+  sg::log::set_level(options.common.log_level);
+  sg::set_threads(options.common.threads);
+  sg::h5::check_writable(options.common.output, options.common.force);
+  const auto device = sg::parse_device(options.common.device);
+  const auto tokens = sg::TokenFile::open(options.tokens);
+  sg::ResultTable table;
+  table.add_column("tier", sg::Role::key, sg::ColumnType::string);
+  table.add_column("arm", sg::Role::key, sg::ColumnType::string);
+  table.add_column("seed", sg::Role::key, sg::ColumnType::int64);
+  table.add_column("val_loss", sg::Role::value, sg::ColumnType::float64);
+  table.add_column("tokens", sg::Role::value, sg::ColumnType::int64);
+  table.add_column("steps", sg::Role::value, sg::ColumnType::int64);
+  for (const auto& path : options.runs) {
+    const auto state = sg::read_run_state(path);
+    const auto& config = state.config;
+    if (!state.finished) sg::log::info("sg-eval: warning: " + path + " is unfinished (step " + std::to_string(state.step) + ")");
+    auto model = sg::load_model(path, device);
+    const int64_t batches = options.batches > 0 ? options.batches : config.train.final_eval_batches;
+    const double loss = sg::validation_loss(*model, tokens, config, batches, device);
+    const int64_t scored = batches * config.train.batch() * config.model.block_size;
+    table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, state.step});
+    sg::log::info("sg-eval: " + path + ": val_loss " + sg::format_exact(loss));
+  }
+  std::vector<std::string> inputs = options.runs;
+  inputs.push_back(options.tokens);
+  sg::write_table(options.common.output, table,
+                  sg::make_provenance("sg-eval", command_line, inputs,
+                                      "batches=" + std::to_string(options.batches)),
+                  options.common.force);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  sg::cli::Parser parser("sg-eval", "Validation loss of run files on the fixed final batches; writes a result table.");
+  parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
+  parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
+  parser.option("--batches", options.batches, "validation batches (0: the run's final_eval_batches, 64 at paper tiers)");
+  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
+                                    sg::cli::kLogLevel);
+  return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
+}
