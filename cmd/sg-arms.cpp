@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   sg::cli::Parser parser("sg-arms", "The attention arms of Table 4: parameter cost for a tier, and a self-check.");
   parser.common(options.common, sg::cli::kSeed | sg::cli::kDevice | sg::cli::kThreads | sg::cli::kLogLevel |
                                     sg::cli::kConfig);
-  parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, small, cpu");
+  parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
   parser.option("--arm", options.arms, "arm name or ZERO+FILTER, repeatable (default: the nine of Table 4)");
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");

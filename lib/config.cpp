@@ -42,6 +42,13 @@ std::vector<Tier> build_tiers() {
   tiny.train.final_eval_batches = 8;
   tiny.train.checkpoint_interval = 100;
   out.push_back(tiny);
+  Tier quick = make_tier("quick", "CPU tier of the quick profile (Makefile.experiments): minutes", 2, 4, 64, 64, 8, 1,
+                         400, 40);
+  quick.train.eval_interval = 100;
+  quick.train.eval_batches = 4;
+  quick.train.final_eval_batches = 16;
+  quick.train.checkpoint_interval = 200;
+  out.push_back(quick);
   Tier small = make_tier("small", "CPU tier for quick runs: a few minutes", 3, 4, 128, 128, 16, 1, 600, 50);
   small.train.eval_interval = 100;
   small.train.eval_batches = 8;

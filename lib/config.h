@@ -66,7 +66,7 @@ struct Tier {
   TrainConfig train;
 };
 
-/// All presets: 10M, 50M, 124M, 350M (Table 3) and the CPU tiers tiny, small, cpu.
+/// All presets: 10M, 50M, 124M, 350M (Table 3) and the CPU tiers tiny, quick, small, cpu.
 const std::vector<Tier>& tiers();
 
 /// The preset of that name; throws UsageError listing the valid names.

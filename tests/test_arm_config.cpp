@@ -6,6 +6,7 @@
 
 #include "lib/arm.h"
 #include "lib/config.h"
+#include "lib/device.h"
 #include "lib/error.h"
 
 TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
@@ -101,4 +102,10 @@ TEST_CASE("configuration files: key = value lines, errors name the file and line
   CHECK_THROWS_WITH(sg::load_config_file(config, path), Catch::Contains(path + ":2"));
   std::remove(path.c_str());
   CHECK_THROWS_AS(sg::load_config_file(config, "/nonexistent/file.conf"), sg::InputError);
+}
+
+TEST_CASE("devices: cpu parses; cuda without a GPU is a usage error with a hint") {
+  CHECK(sg::parse_device("cpu").is_cpu());
+  CHECK_THROWS_AS(sg::parse_device("tpu"), sg::UsageError);
+  if (!torch::cuda::is_available()) CHECK_THROWS_WITH(sg::parse_device("cuda"), Catch::Contains("no CUDA GPU"));
 }
