@@ -1,0 +1,103 @@
+# pipelines/survey.mk — Table 12 and Figure 4 of "Abstention and Noise Filtering: Two Missing
+# Primitives of Softmax Attention" (App. F): sinks and norm-blind routing in pretrained GPT-2 and
+# Pythia checkpoints, on 16 blocks of 1,024 tokens of WikiText-2 validation text.
+#
+#   make -f pipelines/survey.mk survey-download     # the ten checkpoints and WikiText-2 (internet, ~23 GB)
+#   make -f pipelines/survey.mk table12             # runs/survey/table12.md over the checkpoints present
+#   make -f pipelines/survey.mk table12 DEVICE=cuda
+#   make -f pipelines/survey.mk fig4-data           # runs/survey/fig4.tsv: every head's values
+#   make -f pipelines/survey.mk survey-bench        # time a random GPT-2 small (124M) on this machine
+#   make -f Makefile.experiments table12            # the same, into $(OUT)/survey (results/paper/survey)
+#
+# Checkpoints are Hugging Face folders $(CHECKPOINTS)/NAME (config.json, model*.safetensors*,
+# tokenizer files); table12 surveys those of $(SURVEY_MODELS) that are present and skips the rest.
+# Variables shared with Makefile.experiments: BIN (the tools), OUT (outputs), DEVICE, THREADS.
+# Outputs, in $(SURVEY_DIR):
+#   NAME.h5       result table of one model: every head (scope=head) and the summaries (scope=model)
+#   table12.md    Table 12: mean sink mass, median r0 ratio, mean blind-mass ratio and content share @30
+#   table12.tsv   the same rows with every percentile, full precision
+#   fig4.tsv      Figure 4's data: one line per head, one column per statistic
+#
+# Included by Makefile.experiments; it also runs alone (make -f pipelines/survey.mk).
+
+BIN ?= build/bin
+SURVEY_DIR ?= $(or $(OUT),runs)/survey
+# The project's Python (transformers, pyarrow, huggingface_hub's hf), as setup.sh installs it.
+SURVEY_CACHE ?= $(or $(SINKGATE_CACHE),$(HOME)/.cache/sinkgate)
+SURVEY_PYTHON ?= $(firstword $(wildcard $(SURVEY_CACHE)/venv-torch-*/bin/python) python3)
+SURVEY_HF ?= $(firstword $(wildcard $(dir $(SURVEY_PYTHON))hf) hf)
+CHECKPOINTS ?= checkpoints
+SURVEY_TEXT ?= data/wikitext-2/wiki.valid.raw
+SURVEY_MODELS ?= gpt2 gpt2-medium gpt2-large gpt2-xl pythia-70m pythia-160m pythia-410m pythia-1b pythia-1.4b pythia-2.8b
+SURVEY_BLOCKS ?= 16
+SURVEY_BLOCK_LENGTH ?= 1024
+SURVEY_FLAGS ?= $(if $(DEVICE),--device $(DEVICE)) $(if $(THREADS),--threads $(THREADS))
+
+SURVEY_PRESENT := $(foreach m,$(SURVEY_MODELS),$(if $(wildcard $(CHECKPOINTS)/$(m)/config.json),$(m)))
+SURVEY_RESULTS := $(SURVEY_PRESENT:%=$(SURVEY_DIR)/%.h5)
+survey_comma := ,
+survey_empty :=
+survey_space := $(survey_empty) $(survey_empty)
+SURVEY_ORDER := $(subst $(survey_space),$(survey_comma),$(strip $(SURVEY_MODELS)))
+SURVEY_TABLE12 := sink_mass,r0_ratio,blind_ratio_p30,content_share_p30
+SURVEY_LABELS := --label 'statistic:sink_mass=Sink mass' 'statistic:r0_ratio=r0 ratio' \
+    'statistic:blind_ratio_p30=Blind-mass ratio @30' 'statistic:content_share_p30=Content share @30' \
+    --header 'model=Model' 'params_m=Params (M)' 'layers=Layers' 'heads=Heads'
+
+survey_need_results = $(if $^,,$(error no checkpoint of SURVEY_MODELS is in $(CHECKPOINTS)/: run \
+    'make -f pipelines/survey.mk survey-download' (pipelines/survey-README.md)))
+
+.PHONY: table12 fig4-data survey-download survey-bench
+table12: $(SURVEY_DIR)/table12.md $(SURVEY_DIR)/table12.tsv
+fig4-data: $(SURVEY_DIR)/fig4.tsv
+
+# One model: every head of every layer on the first 16 × 1,024 tokens of the text.
+$(SURVEY_DIR)/%.h5: $(CHECKPOINTS)/%/config.json $(SURVEY_TEXT)
+	@mkdir -p $(@D)
+	$(BIN)/sg-survey $(CHECKPOINTS)/$* --text $(SURVEY_TEXT) --blocks $(SURVEY_BLOCKS) --block-length $(SURVEY_BLOCK_LENGTH) \
+	    $(SURVEY_FLAGS) -o $@ --force
+
+$(SURVEY_TEXT):
+	@echo "survey.mk: $@ is missing: run 'make -f pipelines/survey.mk survey-download', or set SURVEY_TEXT" >&2; exit 1
+
+$(SURVEY_DIR)/table12.md: $(SURVEY_RESULTS)
+	$(survey_need_results)
+	$(BIN)/sg-tabulate $^ --where scope=model statistic=$(SURVEY_TABLE12) --rows model,params_m,layers,heads \
+	    --cols statistic --cell value --se none --decimals 3 --order model=$(SURVEY_ORDER) \
+	    --col-order $(SURVEY_TABLE12) $(SURVEY_LABELS) -o $@ --force
+
+$(SURVEY_DIR)/table12.tsv: $(SURVEY_RESULTS)
+	$(survey_need_results)
+	$(BIN)/sg-tabulate $^ --where scope=model --rows model,params_m,layers,heads --cols statistic --cell value \
+	    --se none --order model=$(SURVEY_ORDER) --format tsv -o $@ --force
+
+$(SURVEY_DIR)/fig4.tsv: $(SURVEY_RESULTS)
+	$(survey_need_results)
+	$(BIN)/sg-tabulate $^ --where scope=head --rows model,params_m,layer,head --cols statistic --cell value \
+	    --se none --order model=$(SURVEY_ORDER) --format tsv -o $@ --force
+
+# Downloads (internet): the safetensors weights, config and tokenizer of each model, and
+# WikiText-2's validation split (the text column of the parquet file, lines joined as stored).
+survey-download:
+	@mkdir -p $(CHECKPOINTS) $(dir $(SURVEY_TEXT))
+	for m in $(SURVEY_MODELS); do \
+	  case $$m in gpt2*) repo=openai-community/$$m ;; *) repo=EleutherAI/$$m ;; esac; \
+	  $(SURVEY_HF) download $$repo --include config.json --include 'model*.safetensors*' --include tokenizer.json \
+	      --include vocab.json --include merges.txt --local-dir $(CHECKPOINTS)/$$m || exit 1; \
+	done
+	$(SURVEY_HF) download Salesforce/wikitext --repo-type dataset --include 'wikitext-2-raw-v1/validation-*.parquet' \
+	    --local-dir $(dir $(SURVEY_TEXT))hf
+	$(SURVEY_PYTHON) -c "import glob, pyarrow.parquet as pq; \
+	  rows = pq.read_table(sorted(glob.glob('$(dir $(SURVEY_TEXT))hf/wikitext-2-raw-v1/validation-*.parquet'))[0]).column('text').to_pylist(); \
+	  open('$(SURVEY_TEXT)', 'w', encoding='utf-8').write(''.join(rows))"
+
+# The speed check: a random-initialised GPT-2 small (124M parameters, made by transformers) on
+# 16 × 1,024 tokens; sg-survey logs the time it took (stderr). The token ids come from the GPT-2 vocabulary that
+# setup.sh fetched ($(SURVEY_VOCAB)); any text of 70 kB or more serves.
+SURVEY_VOCAB ?= $(or $(SINKGATE_VOCAB),$(SURVEY_CACHE)/gpt2.tiktoken)
+SURVEY_BENCH_TEXT ?= /usr/share/doc/python3.11/html/_sources/library/stdtypes.rst.txt
+survey-bench:
+	@mkdir -p $(SURVEY_DIR)
+	$(SURVEY_PYTHON) tests/survey_reference.py bench $(SURVEY_DIR)/bench-gpt2
+	$(BIN)/sg-survey $(SURVEY_DIR)/bench-gpt2 --text $(SURVEY_BENCH_TEXT) --tokenizer $(SURVEY_VOCAB) \
+	    $(SURVEY_FLAGS) -o $(SURVEY_DIR)/bench-gpt2.h5 --force
