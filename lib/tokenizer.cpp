@@ -8,9 +8,15 @@
 //  - Hugging Face: the merges list, its line number as priority.
 // A piece that is itself a token is emitted whole when the rule would give it anyway (always for a
 // rank file, as tiktoken does; for Hugging Face files this is checked per token at load time).
+//
+// tokenizer.json's added tokens and NFC normaliser (the pipeline of tokenizer.h) come before all
+// this: two tries of added-token contents (raw and normalised), and ICU's NFC.
 #include "lib/tokenizer.h"
 
 #include <nlohmann/json.hpp>
+#include <unicode/uchar.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
 
 #include <algorithm>
 #include <array>
@@ -24,6 +30,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "lib/error.h"
@@ -477,6 +484,227 @@ class PairMap {
   int shift_ = 64;
 };
 
+// --- added tokens and NFC (tokenizer.json) ---------------------------------------------------
+
+// The code point of valid UTF-8 at s[i], and its byte length.
+inline char32_t code_point_at(const unsigned char* s, size_t i, size_t* length) {
+  const unsigned char b = s[i];
+  if (b < 0x80) return *length = 1, b;
+  if (b < 0xE0) return *length = 2, (char32_t{b} & 0x1F) << 6 | (s[i + 1] & 0x3F);
+  if (b < 0xF0) return *length = 3, (char32_t{b} & 0x0F) << 12 | (char32_t{s[i + 1]} & 0x3F) << 6 | (s[i + 2] & 0x3F);
+  *length = 4;
+  return (char32_t{b} & 0x07) << 18 | (char32_t{s[i + 1]} & 0x3F) << 12 | (char32_t{s[i + 2]} & 0x3F) << 6 |
+         (s[i + 3] & 0x3F);
+}
+
+// The start of the character of valid UTF-8 that ends at s[i] (i > 0).
+inline size_t previous_start(const unsigned char* s, size_t i) {
+  do --i;
+  while (i > 0 && (s[i] & 0xC0) == 0x80);
+  return i;
+}
+
+// \s of Rust's regex crate (Unicode White_Space), which is the pre-tokeniser's \s.
+inline bool is_white_space(char32_t c) { return class_table()(c) == CharClass::space; }
+
+// \w of Rust's regex crate: Alphabetic, marks, decimal numbers, connector punctuation, Join_Control.
+bool is_word_character(char32_t c) {
+  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  const auto code_point = static_cast<UChar32>(c);
+  if (u_hasBinaryProperty(code_point, UCHAR_ALPHABETIC) || u_hasBinaryProperty(code_point, UCHAR_JOIN_CONTROL))
+    return true;
+  switch (u_charType(code_point)) {
+    case U_NON_SPACING_MARK:
+    case U_ENCLOSING_MARK:
+    case U_COMBINING_SPACING_MARK:
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_CONNECTOR_PUNCTUATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// How a tokenizer.json added token matches (its text is in a TokenTrie).
+struct AddedToken {
+  int32_t id = -1;
+  bool single_word = false, lstrip = false, rstrip = false;
+};
+
+// Added-token patterns in a byte trie; find() scans leftmost-longest, as the aho-corasick crate's
+// MatchKind::LeftmostLongest does for `tokenizers`.
+class TokenTrie {
+ public:
+  TokenTrie() { root_.fill(-1); }
+  // Adds a non-empty pattern with its value; false if the pattern is there already.
+  bool insert(std::string_view pattern, int32_t value) {
+    int32_t node = -1;
+    for (size_t k = 0; k < pattern.size(); ++k) {
+      const auto byte = static_cast<unsigned char>(pattern[k]);
+      int32_t child = k == 0 ? root_[byte] : child_of(node, byte);
+      if (child < 0) {
+        child = static_cast<int32_t>(nodes_.size());
+        nodes_.emplace_back();
+        if (k == 0) root_[byte] = child;
+        else nodes_[node].edges.emplace_back(byte, child);
+      }
+      node = child;
+    }
+    if (nodes_[node].value >= 0) return false;
+    nodes_[node].value = value;
+    return true;
+  }
+  bool empty() const { return nodes_.empty(); }
+  // The value of the longest pattern that starts leftmost in s[from, n), its start and length;
+  // -1 if no pattern occurs there.
+  int32_t find(const unsigned char* s, size_t from, size_t n, size_t* start, size_t* length) const {
+    for (size_t i = from; i < n; ++i) {
+      int32_t node = root_[s[i]], best = -1;
+      for (size_t j = i + 1; node >= 0; ++j) {
+        if (nodes_[node].value >= 0) {
+          best = nodes_[node].value;
+          *length = j - i;
+        }
+        node = j < n ? child_of(node, s[j]) : -1;
+      }
+      if (best >= 0) {
+        *start = i;
+        return best;
+      }
+    }
+    return -1;
+  }
+
+ private:
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> edges;
+    int32_t value = -1;
+  };
+  int32_t child_of(int32_t node, unsigned char byte) const {
+    for (const auto& [edge, child] : nodes_[node].edges)
+      if (edge == byte) return child;
+    return -1;
+  }
+  std::array<int32_t, 256> root_;
+  std::vector<Node> nodes_;
+};
+
+// A piece of text [begin, end) and the added token it is (-1: text still to encode).
+struct Segment {
+  size_t begin, end;
+  int32_t id;
+};
+
+// `tokenizers`' AddedVocabulary::find_matches: the added tokens of `tokens` found by `trie` in
+// valid UTF-8 text, and the text around them, appended to out in order. With lstrip / rstrip the
+// pieces can overlap (see tokenizer.h), exactly as there.
+void split_added(std::string_view text, const TokenTrie& trie, const std::vector<AddedToken>& tokens,
+                 std::vector<Segment>& out) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t offset = 0, start = 0, length = 0;
+  for (size_t from = 0; from < n;) {
+    const int32_t index = trie.find(s, from, n, &start, &length);
+    if (index < 0) break;
+    size_t stop = start + length, character = 0;
+    from = stop;
+    const AddedToken& token = tokens[index];
+    if (token.single_word) {
+      const bool word_before = start > 0 && is_word_character(code_point_at(s, previous_start(s, start), &character));
+      const bool word_after = stop < n && is_word_character(code_point_at(s, stop, &character));
+      if (word_before || word_after) continue;
+    }
+    if (token.lstrip) {
+      size_t space_start = start;
+      while (space_start > 0) {
+        const size_t previous = previous_start(s, space_start);
+        if (!is_white_space(code_point_at(s, previous, &character))) break;
+        space_start = previous;
+      }
+      start = std::max(space_start, offset);
+    }
+    if (token.rstrip)
+      while (stop < n && is_white_space(code_point_at(s, stop, &character))) stop += character;
+    if (offset < start) out.push_back({offset, start, -1});
+    out.push_back({start, stop, token.id});
+    offset = stop;
+  }
+  if (offset < n) out.push_back({offset, n, -1});
+}
+
+// ICU's NFC instance (owned by ICU, shared by all threads).
+const UNormalizer2* nfc_normalizer() {
+  static const UNormalizer2* normalizer = [] {
+    UErrorCode status = U_ZERO_ERROR;
+    const UNormalizer2* instance = unorm2_getNFCInstance(&status);
+    if (U_FAILURE(status))
+      throw Error(std::string("ICU cannot give its NFC normaliser: ") + u_errorName(status));
+    return instance;
+  }();
+  return normalizer;
+}
+
+[[noreturn]] void icu_failed(const char* what, UErrorCode status) {
+  throw Error(std::string("ICU ") + what + " failed: " + u_errorName(status));
+}
+
+// Appends the NFC of valid UTF-8 text to out, through UTF-16 as ICU's C API needs.
+void append_nfc_part(const UNormalizer2* normalizer, std::string_view text, std::string& out) {
+  if (text.size() > (size_t{1} << 28))
+    throw InputError("no NFC boundary in " + std::to_string(text.size()) + " bytes of text (at most 2^28)");
+  const auto bytes = static_cast<int32_t>(text.size());
+  std::vector<UChar> utf16(text.size() + 1);
+  int32_t units = 0;
+  UErrorCode status = U_ZERO_ERROR;
+  u_strFromUTF8(utf16.data(), static_cast<int32_t>(utf16.size()), &units, text.data(), bytes, &status);
+  if (U_FAILURE(status)) icu_failed("u_strFromUTF8", status);
+  std::vector<UChar> normal(static_cast<size_t>(units) + units / 2 + 16);
+  int32_t normal_units = unorm2_normalize(normalizer, utf16.data(), units, normal.data(),
+                                          static_cast<int32_t>(normal.size()), &status);
+  if (status == U_BUFFER_OVERFLOW_ERROR) {  // NFC can lengthen a text up to three times
+    status = U_ZERO_ERROR;
+    normal.resize(static_cast<size_t>(normal_units));
+    normal_units = unorm2_normalize(normalizer, utf16.data(), units, normal.data(), normal_units, &status);
+  }
+  if (U_FAILURE(status)) icu_failed("unorm2_normalize", status);
+  const size_t old_size = out.size();
+  out.resize(old_size + size_t{3} * static_cast<size_t>(normal_units));
+  int32_t written = 0;
+  u_strToUTF8(out.data() + old_size, static_cast<int32_t>(out.size() - old_size), &written, normal.data(),
+              normal_units, &status);
+  if (U_FAILURE(status)) icu_failed("u_strToUTF8", status);
+  out.resize(old_size + static_cast<size_t>(written));
+}
+
+// Appends the NFC of valid UTF-8 text to out, in parts of about 16 MB cut where ICU says NFC
+// never joins (before a character that nothing before it composes or reorders with).
+void append_nfc(std::string_view text, std::string& out) {
+  constexpr size_t kPart = size_t{1} << 24;
+  const UNormalizer2* normalizer = nfc_normalizer();
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t begin = 0;
+  for (size_t cut = kPart; cut < text.size(); cut += kPart) {
+    cut = std::max(cut, begin + 1);
+    while (cut < text.size() && (s[cut] & 0xC0) == 0x80) ++cut;
+    size_t length = 0;
+    while (cut < text.size() &&
+           !unorm2_hasBoundaryBefore(normalizer, static_cast<UChar32>(code_point_at(s, cut, &length))))
+      cut += length;
+    if (cut >= text.size()) break;
+    append_nfc_part(normalizer, text.substr(begin, cut - begin), out);
+    begin = cut;
+  }
+  append_nfc_part(normalizer, text.substr(begin), out);
+}
+
+// Whether valid UTF-8 text is NFC without asking ICU: below U+0300 every character is a starter
+// that nothing composes with (its UTF-8 bytes are all below 0xCC).
+inline bool is_plainly_nfc(std::string_view text) {
+  for (const char c : text)
+    if (static_cast<unsigned char>(c) >= 0xCC) return false;
+  return true;
+}
+
 }  // namespace
 
 // --- the tokenizer ---------------------------------------------------------------------------
@@ -488,6 +716,12 @@ struct Tokenizer::Impl {
   PairMap merges;
   std::array<int32_t, 256> byte_ids{};
   int32_t eot = -1;
+  // tokenizer.json only (tokenizer.h): NFC, and the added tokens found in raw and in normalised
+  // text (trie values index added_tokens); cut_safe: no added token reaches across a safe cut.
+  bool nfc = false;
+  std::vector<AddedToken> added_tokens;
+  TokenTrie raw_tokens, normalized_tokens;
+  bool cut_safe = true;
 
   // Appends the BPE ids of one piece p[0, n), n ≥ 1.
   void encode_piece(const unsigned char* p, size_t n, std::vector<int32_t>& out) const {
@@ -584,9 +818,41 @@ struct Tokenizer::Impl {
     }
   }
 
+  // Appends the ids of valid UTF-8 text by tokenizer.json's pipeline (tokenizer.h, steps 1-4).
+  void encode_added(std::string_view text, std::vector<int32_t>& out) const {
+    std::vector<Segment> raw, normal;
+    if (raw_tokens.empty()) raw.push_back({0, text.size(), -1});
+    else split_added(text, raw_tokens, added_tokens, raw);
+    std::string normalized;
+    for (const Segment& segment : raw) {
+      if (segment.id >= 0) {
+        out.push_back(segment.id);
+        continue;
+      }
+      std::string_view piece = text.substr(segment.begin, segment.end - segment.begin);
+      if (nfc && !is_plainly_nfc(piece)) {
+        normalized.clear();
+        append_nfc(piece, normalized);
+        piece = normalized;
+      }
+      if (normalized_tokens.empty()) {
+        encode_valid(piece, out);
+        continue;
+      }
+      normal.clear();
+      split_added(piece, normalized_tokens, added_tokens, normal);
+      for (const Segment& part : normal) {
+        if (part.id >= 0) out.push_back(part.id);
+        else encode_valid(piece.substr(part.begin, part.end - part.begin), out);
+      }
+    }
+  }
+
   void encode(std::string_view text, std::vector<int32_t>& out) const {
-    if (is_valid_utf8(text)) return encode_valid(text, out);
-    encode_valid(replace_invalid_utf8(text), out);
+    const bool plain = !nfc && raw_tokens.empty() && normalized_tokens.empty();
+    if (is_valid_utf8(text)) return plain ? encode_valid(text, out) : encode_added(text, out);
+    const std::string valid = replace_invalid_utf8(text);
+    plain ? encode_valid(valid, out) : encode_added(valid, out);
   }
 
   static constexpr size_t kShortPiece = 64;
@@ -676,6 +942,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 std::vector<int32_t> Tokenizer::encode_parallel(std::string_view text, int64_t threads) const {
   constexpr size_t kMinChunk = size_t{1} << 16;
   if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (!impl_->cut_safe) threads = 1;
   if (threads == 1 || text.size() < 2 * kMinChunk) return encode(text);
   // About four chunks a thread, so that uneven chunks still keep every thread busy.
   const size_t wanted = std::min<size_t>(static_cast<size_t>(threads) * 4, text.size() / kMinChunk);
@@ -988,6 +1255,79 @@ std::shared_ptr<Tokenizer::Impl> load_vocab_json(const std::string& path, const 
   return build_hugging_face(path, merges_path, vocab, merges, lines, /*added=*/{}, /*ignore_merges=*/false);
 }
 
+// Whether tokenizer.json's normalizer is NFC (true) or nothing (false); InputError for any other.
+bool read_normalizer(const std::string& path, const nlohmann::json& normalizer) {
+  if (normalizer.is_null()) return false;
+  const bool typed = normalizer.is_object() && normalizer.contains("type") && normalizer["type"].is_string();
+  const std::string type = typed ? normalizer["type"].get<std::string>() : "";
+  if (type == "NFC") return true;
+  if (type == "Sequence" && normalizer.contains("normalizers") && normalizer["normalizers"].is_array()) {
+    bool nfc = false;
+    for (const auto& part : normalizer["normalizers"]) nfc = read_normalizer(path, part) || nfc;
+    return nfc;
+  }
+  malformed(path, 0,
+            "normalizer " + (typed ? "type \"" + type + "\"" : excerpt(normalizer.dump())) +
+                " is not supported (only NFC, alone or in a Sequence)");
+}
+
+struct AddedTokenEntry {
+  std::string content;
+  int32_t id = -1;
+  bool single_word = false, lstrip = false, rstrip = false, normalized = true;
+};
+
+// tokenizer.json's added_tokens, in file order, without empty ones (which `tokenizers` ignores).
+// Each id is checked against the one `tokenizers` gives when it adds the tokens one by one: the
+// model's id when model.vocab has the content, else the vocabulary's size for the first new one and
+// the largest added id + 1 after it.
+std::vector<AddedTokenEntry> read_added_tokens(const std::string& path, const nlohmann::json& config,
+                                               const std::map<std::string, int32_t>& vocab) {
+  std::vector<AddedTokenEntry> tokens;
+  if (!config.contains("added_tokens") || config["added_tokens"].is_null()) return tokens;
+  if (!config["added_tokens"].is_array()) malformed(path, 0, "added_tokens is not a list");
+  const auto vocab_size = static_cast<int64_t>(vocab.size());
+  int64_t largest = -1;
+  std::set<std::string> seen;
+  for (const auto& token : config["added_tokens"]) {
+    const bool valid = token.is_object() && token.contains("id") && token.contains("content") &&
+                       token["id"].is_number_integer() && token["id"].get<int64_t>() >= 0 &&
+                       token["id"].get<int64_t>() < (int64_t{1} << 30) && token["content"].is_string();
+    if (!valid)
+      malformed(path, 0, "added_tokens entry " + excerpt(token.dump()) + " lacks an integer id or a content string");
+    AddedTokenEntry entry;
+    entry.content = token["content"].get<std::string>();
+    entry.id = token["id"].get<int32_t>();
+    for (auto [name, flag] : {std::pair<const char*, bool*>{"single_word", &entry.single_word},
+                              {"lstrip", &entry.lstrip}, {"rstrip", &entry.rstrip}, {"normalized", &entry.normalized}}) {
+      if (!token.contains(name)) continue;
+      if (!token[name].is_boolean())
+        malformed(path, 0, "added token '" + excerpt(entry.content) + "': " + name + " is not true or false");
+      *flag = token[name].get<bool>();
+    }
+    if (entry.content.empty()) continue;
+    if (seen.count(entry.content)) malformed(path, 0, "added token '" + excerpt(entry.content) + "' is given twice");
+    int64_t expected = largest >= vocab_size ? largest + 1 : vocab_size;
+    if (const auto it = vocab.find(entry.content); it != vocab.end()) expected = it->second;
+    if (entry.id != expected)
+      malformed(path, 0, "added token '" + excerpt(entry.content) + "' has id " + std::to_string(entry.id) +
+                             ", but Hugging Face tokenizers would give it id " + std::to_string(expected));
+    largest = std::max<int64_t>(largest, entry.id);
+    seen.insert(entry.content);
+    tokens.push_back(entry);
+  }
+  return tokens;
+}
+
+// Whether an added token's match could reach across a cut of encode_parallel (a non-space ASCII
+// byte, then ASCII white space): by holding that pair, by rstrip after a non-space ASCII byte, or by
+// a single_word check before leading ASCII white space.
+bool reaches_across_cut(const std::string& pattern, bool single_word, bool rstrip) {
+  for (size_t k = 1; k < pattern.size(); ++k)
+    if (is_safe_cut(pattern, k)) return true;
+  return (rstrip && is_safe_cut(pattern + ' ', pattern.size())) || (single_word && is_safe_cut('a' + pattern, 1));
+}
+
 // tokenizer.json: model.vocab, model.merges ("a b" or ["a", "b"]) and added_tokens.
 std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, const nlohmann::json& config) {
   const auto& model = config["model"];
@@ -1027,17 +1367,29 @@ std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, co
                              excerpt(merge.dump()));
     lines.push_back(0);
   }
+  const bool nfc = config.contains("normalizer") && read_normalizer(path, config["normalizer"]);
+  const auto tokens = read_added_tokens(path, config, vocab);
   std::map<std::string, int32_t> added;
-  if (config.contains("added_tokens") && config["added_tokens"].is_array())
-    for (const auto& token : config["added_tokens"]) {
-      const bool valid = token.is_object() && token.contains("id") && token.contains("content") &&
-                         token["id"].is_number_integer() && token["id"].get<int64_t>() >= 0 &&
-                         token["id"].get<int64_t>() < (int64_t{1} << 30) && token["content"].is_string();
-      if (!valid)
-        malformed(path, 0, "added_tokens entry " + excerpt(token.dump()) + " lacks an integer id or a content string");
-      added[token["content"].get<std::string>()] = token["id"].get<int32_t>();
+  for (const auto& token : tokens) added[token.content] = token.id;
+  auto impl = build_hugging_face(path, path, vocab, merges, lines, added, model.value("ignore_merges", false));
+  impl->nfc = nfc;
+  std::map<std::pair<bool, std::string>, std::string> matched_by;  // (normalized, pattern) → content
+  for (const auto& token : tokens) {
+    std::string pattern = token.content;
+    if (token.normalized && nfc) {
+      pattern.clear();
+      append_nfc(token.content, pattern);
     }
-  return build_hugging_face(path, path, vocab, merges, lines, added, model.value("ignore_merges", false));
+    const auto index = static_cast<int32_t>(impl->added_tokens.size());
+    auto& trie = token.normalized ? impl->normalized_tokens : impl->raw_tokens;
+    auto& earlier = matched_by[{token.normalized, pattern}];
+    if (!trie.insert(pattern, index))
+      malformed(path, 0, "added tokens '" + excerpt(earlier) + "' and '" + excerpt(token.content) + "' match the same text");
+    earlier = token.content;
+    impl->added_tokens.push_back({token.id, token.single_word, token.lstrip, token.rstrip});
+    if (reaches_across_cut(pattern, token.single_word, token.rstrip)) impl->cut_safe = false;
+  }
+  return impl;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // tokenizer.h — GPT-2 byte-level BPE: UTF-8 text to token ids and back.
 //
-// encode() gives exactly the ids of tiktoken's "gpt2" encoding (encode_ordinary): the GPT-2
-// pre-tokeniser regex
+// With GPT-2's vocabulary, encode() gives exactly the ids of tiktoken's "gpt2" encoding
+// (encode_ordinary): the GPT-2 pre-tokeniser regex
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // is implemented by hand over Unicode class tables taken from tiktoken's own regex engine, then
 // each piece is merged by BPE. Vocabulary files: the tiktoken rank file (gpt2.tiktoken), and the
@@ -12,12 +12,33 @@
 // U+FFFD exactly as Python's bytes.decode("utf-8", errors="replace") does (one U+FFFD per maximal
 // ill-formed subpart), so encode(bytes) equals tiktoken's encoding of that decoded string.
 //
-// Not here: training; a tokenizer.json's normalizer (e.g. NFC) is ignored, and added tokens are
-// not split out of the text — encode() treats every byte as ordinary text, so the string
-// "<|endoftext|>" is not the end-of-text id. (Exact for GPT-2; Pythia's NFC normaliser and its
-// added runs-of-spaces tokens are not applied.) tokenizer.json options that would change the
-// ids and are not implemented (another model type or pre-tokeniser, add_prefix_space,
-// byte_fallback, dropout, subword prefixes) are refused with an InputError.
+// tokenizer.json is followed as Hugging Face `tokenizers` (0.23) encodes with it (add_special_tokens
+// false), in this order:
+//  1. added_tokens with "normalized": false are split out of the raw text: a leftmost-longest scan
+//     over all their contents (at each position the longest content that starts there; the scan
+//     resumes after the match), honouring "single_word" (a match next to a \w character — Unicode
+//     Alphabetic, marks, decimal digits, connector punctuation, joiners — is skipped), "lstrip" and
+//     "rstrip" (the match takes in the white space before / after it). Matched pieces become their
+//     ids; Hugging Face's quirks are kept: a skipped match is not retried shorter, and text that an
+//     rstrip took in can be matched again by the next token (its ids then cover it twice).
+//  2. Each remaining piece is normalised on its own: Unicode NFC (ICU) when the normalizer is NFC or
+//     a Sequence of NFCs; no normalizer leaves it as it is; any other normalizer is refused.
+//  3. added_tokens with "normalized": true are split out of each normalised piece in the same way,
+//     matching their contents normalised too.
+//  4. The pieces left are pre-tokenised and merged as GPT-2's are (a piece never merges across an
+//     added token).
+// So Pythia's "<|endoftext|>" in the text is id 0, and its runs-of-spaces tokens take runs of two
+// or more spaces ("a   b" is "a", "   ", "b"). An added token's id must be the one `tokenizers`
+// gives it (the model's id when its content is in model.vocab, else the next free one), and two
+// added tokens may not match the same text: a file that breaks either is refused.
+// The tiktoken rank file and vocab.json + merges.txt have no added tokens and no normaliser:
+// encode() is then tiktoken's encode_ordinary, and "<|endoftext|>" in the text is ordinary text.
+//
+// Not here: training; tokenizer.json options that would change the ids and are not implemented
+// (another model type or pre-tokeniser, add_prefix_space, byte_fallback, dropout, subword
+// prefixes, normalizers other than NFC) are refused with an InputError. NFC uses ICU's tables
+// (Unicode 15 in ICU 72), `tokenizers` its own (Unicode 9): they differ only on the few combining
+// marks and compositions assigned since (e.g. U+0898, U+1AC1), so ids can differ on text with those.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -58,12 +79,16 @@ class Tokenizer {
   /// problem when a file is missing, unreadable or malformed.
   static Tokenizer load(const std::string& path);
 
-  /// The token ids of text (any bytes; see the file comment for invalid UTF-8). Thread-safe.
-  /// Throws InputError only for a single pre-token of 2^31 bytes or more.
+  /// The token ids of text (any bytes; see the file comment for invalid UTF-8 and added tokens).
+  /// Thread-safe. Throws InputError only for a single pre-token of 2^31 bytes or more, or (NFC)
+  /// for 256 MB of text in which NFC has no boundary.
   std::vector<int32_t> encode(std::string_view text) const;
 
   /// The same ids as encode(text), computed by `threads` threads (0: all cores) on chunks cut
   /// only where the pre-tokeniser always cuts (between a non-space ASCII byte and an ASCII space).
+  /// One thread when an added token could reach across such a cut (rstrip after a non-space
+  /// ASCII character, single_word before leading ASCII white space, or such a pair inside it);
+  /// Pythia's never do.
   std::vector<int32_t> encode_parallel(std::string_view text, int64_t threads) const;
 
   /// The bytes of the tokens, concatenated (special tokens give their text, e.g. "<|endoftext|>").

@@ -4,6 +4,7 @@
 
 #include <ftw.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -358,17 +359,19 @@ TEST_CASE("pretokenize splits as the GPT-2 pattern does (Python's regex module)"
   }
 }
 
-TEST_CASE("Hugging Face vocab.json + merges.txt and tokenizer.json give the same ids") {
+// vocab.json + merges.txt have no added tokens, so "<|endoftext|>" in the text is ordinary text, as
+// for tiktoken; tokenizer.json adds it as a special token, which HF tokenizers splits out of the text.
+TEST_CASE("Hugging Face vocab.json + merges.txt and tokenizer.json give tiktoken's and HF tokenizers' ids") {
   TempDir dir;
   const auto reference = tiktoken_reference(dir);
   run_reference({"convert", SG_GPT2_VOCAB, dir / "hf"});
   std::vector<std::string> hf_args = {"encode-hf", dir / "hf/tokenizer.json"};
-  for (size_t i = 0; i < reference.cases.size(); ++i)
-    if (reference.cases[i].text.find("<|endoftext|>") == std::string::npos) hf_args.push_back(reference.files[i]);
+  hf_args.insert(hf_args.end(), reference.files.begin(), reference.files.end());
   run_reference(hf_args);
   for (const std::string name : {"hf/vocab.json", "hf/merges.txt", "hf", "hf/tokenizer.json",
                                  "hf/tokenizer-string-merges.json"}) {
     INFO("vocabulary: " << name);
+    const bool tokenizer_json = name == "hf" || name.find("tokenizer") != std::string::npos;
     const auto tokenizer = sg::Tokenizer::load(dir / name);
     CHECK(tokenizer.eot_id() == 50256);
     CHECK(tokenizer.vocab_size() == 50257);
@@ -376,12 +379,183 @@ TEST_CASE("Hugging Face vocab.json + merges.txt and tokenizer.json give the same
     for (size_t i = 0; i < reference.cases.size(); ++i) {
       INFO("case: " << reference.cases[i].name);
       const auto ids = tokenizer.encode(reference.cases[i].text);
-      CHECK(first_difference(ids, reference.ids[i]) == "");
-      if (fs::exists(reference.files[i] + ".hf.ids"))
-        CHECK(first_difference(ids, read_ids(reference.files[i] + ".hf.ids")) == "");
+      const auto hf_ids = read_ids(reference.files[i] + ".hf.ids");
+      if (!tokenizer_json || reference.cases[i].text.find("<|endoftext|>") == std::string::npos)
+        CHECK(first_difference(ids, reference.ids[i]) == "");
+      if (tokenizer_json) CHECK(first_difference(ids, hf_ids) == "");
       CHECK(tokenizer.decode(reference.ids[i]) == reference.decoded[i]);
     }
   }
+  const auto eot_case = std::find_if(reference.cases.begin(), reference.cases.end(),
+                                     [](const Case& c) { return c.name == "end-of-text as ordinary text"; });
+  REQUIRE(eot_case != reference.cases.end());
+  const auto hf_ids = read_ids(reference.files[eot_case - reference.cases.begin()] + ".hf.ids");
+  CHECK(std::count(hf_ids.begin(), hf_ids.end(), 50256) == 2);  // the reference did split it out
+}
+
+// --- tokenizer.json shaped like Pythia's: NFC normaliser and added tokens ---------------------
+
+namespace {
+
+// Texts where Pythia's tokenizer.json differs from plain byte-level BPE: runs of spaces, NFC,
+// added tokens in the text.
+std::vector<Case> pythia_cases() {
+  std::string space_runs, space_edges;
+  for (int n = 1; n <= 60; ++n) {
+    space_runs += "w" + std::string(n, ' ') + "x" + std::string(n, ' ') + ".\n";
+    space_edges += std::string(n, ' ') + "start " + std::to_string(n) + std::string(n, ' ') + "\n" +
+                   std::string(n, ' ') + "\n" + std::string(n % 7, '\t') + std::string(n, ' ') + "'s" +
+                   std::string(n, ' ');
+  }
+  std::mt19937 random(23);
+  const std::vector<std::string> alphabet = {
+      " ", " ", " ", "  ", "    ", "\t", "\n", "\r\n", "\xC2\xA0", "\xE3\x80\x80", "word", "Word", "e\xCC\x81",
+      "\xC3\xA9", "\xCC\x81", "\xCC\xA3", "\xE1\x84\x80", "\xE1\x85\xA1", "\xE1\x86\xA8", "\xEA\xB0\x80", "<|endoftext|>",
+      "<|endoftext", "|>", "<|padding|>", "x", ".", "1", "'s", "\xF0\x9F\x98\x80", "\xE2\x84\xAB", "A\xCC\x8A"};
+  std::string fuzz;
+  for (int i = 0; i < 30000; ++i) fuzz += alphabet[random() % alphabet.size()];
+  return {
+      {"runs of spaces of every length", space_runs},
+      {"runs of spaces at the edges of lines and text", space_edges},
+      {"spaces, tabs and newlines",
+       "a \t b\t \tc  \n  d\n\n   \n\t\t  e \r\n  \r\n f   \t\t   g\n    \n        h\xC2\xA0 \xC2\xA0  i "
+       "\xE3\x80\x80  j\x0B  \x0C k  \n"},
+      {"decomposed accents (NFD)",
+       "Cafe\xCC\x81 de\xCC\x81ja\xCC\x80 vu, Zu\xCC\x88rich, A\xCC\x8Angstro\xCC\x88m, man\xCC\x83" "ana, "
+       "fac\xCC\xA7" "ade, nai\xCC\x88ve, Dvor\xCC\x8C" "a\xCC\x81k, l\xCC\x81 \xCC\x81start e\xCC\x81\xCC\x81 o\xCC\x88\xCC\x84"},
+      {"the same accents composed (NFC)",
+       "Caf\xC3\xA9 d\xC3\xA9j\xC3\xA0 vu, Z\xC3\xBCrich, \xC3\x85ngstr\xC3\xB6m, ma\xC3\xB1" "ana, fa\xC3\xA7" "ade, "
+       "na\xC3\xAFve, Dvo\xC5\x99\xC3\xA1k, \xC4\xBA \xCC\x81start \xC3\xA9\xCC\x81 \xC8\xAB"},
+      {"marks to reorder, singletons and exclusions",
+       "a\xCC\x81\xCC\x96 q\xCC\x87\xCC\xA3 \xE1\xBA\x9B\xCC\xA3 \xE2\x84\xAB \xE2\x84\xA6 \xE0\xA5\x98 "
+       "\xCD\x84 \xE0\xBD\xB3 \xE2\xAB\x9C \xEF\xAC\x81 \xE2\x91\xA0 x\xCD\x81"},
+      {"Hangul",
+       "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB\xE1\x84\x80\xE1\x85\xAE"
+       "\xE1\x86\xA8 \xE1\x84\x8B\xE1\x85\xA5 \xE3\x84\xB1\xE3\x85\x8F \xEA\xB0\x80\xE1\x86\xA8 "
+       "\xE1\x84\x80  \xE1\x85\xA1"},
+      {"emoji",
+       "\xF0\x9F\x98\x80  \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD   \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9"
+       "\xE2\x80\x8D\xF0\x9F\x91\xA7 \xF0\x9F\x87\xAB\xF0\x9F\x87\xB7 \xE2\x9D\xA4\xEF\xB8\x8F"},
+      {"end-of-text and padding in the text",
+       "<|endoftext|>first<|endoftext|><|endoftext|> second  <|endoftext|>  third<|padding|><|endoftext "
+       "<|endoftext|>e\xCC\x81<|endoftext|>\xCC\x81 <|padding|>"},
+      {"indented code",
+       "class Tree:\n    def __init__(self, left=None, right=None):\n        self.left = left\n"
+       "        self.right = right\n\n    def depth(self):\n        if not self.left:\n"
+       "            return 1  # leaf\n        return 1 + max(self.left.depth(),\n"
+       "                       self.right.depth())\n\nint main() {\n\tif (x) {\n\t\treturn 0;\n\t}\n  \t  y = 2;\n}\n"},
+      {"space fuzz", fuzz},
+  };
+}
+
+// HF tokenizers' ids for each text with tokenizer.json `json`.
+std::vector<std::vector<int32_t>> hugging_face_ids(const TempDir& dir, const std::string& json,
+                                                   const std::vector<std::string>& texts) {
+  std::vector<std::string> args = {"encode-hf", json};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    args.push_back(dir / ("hf-case" + std::to_string(i) + ".txt"));
+    write_file(args.back(), texts[i]);
+  }
+  run_reference(args);
+  std::vector<std::vector<int32_t>> ids;
+  for (size_t i = 2; i < args.size(); ++i) ids.push_back(read_ids(args[i] + ".hf.ids"));
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("a tokenizer.json shaped like Pythia's gives HF tokenizers' ids (NFC, added tokens)") {
+  TempDir dir;
+  run_reference({"pythia", dir / "pythia"});
+  std::vector<Case> all = pythia_cases();
+  for (const auto& c : cases())
+    if (c.name != "Unicode fuzz") all.push_back(c);  // the fuzz holds marks newer than HF's NFC tables
+  all.push_back({"sample", read_file(dir / "pythia/sample.txt")});
+  all.push_back({"sample in NFD", read_file(dir / "pythia/sample-nfd.txt")});
+  std::vector<std::string> texts;
+  for (const auto& c : all) texts.push_back(c.text);
+  std::string big;  // for encode_parallel: long enough to be cut into many chunks
+  for (int k = 0; k < 3; ++k)
+    for (const auto& text : texts) big += text + "\n";
+  texts.push_back(big);
+  const auto reference = hugging_face_ids(dir, dir / "pythia/tokenizer.json", texts);
+
+  const auto tokenizer = sg::Tokenizer::load(dir / "pythia/tokenizer.json");
+  CHECK(tokenizer.eot_id() == 0);
+  CHECK(tokenizer.vocab_size() == 4023);  // 4000 model tokens, 23 runs of spaces
+  CHECK(tokenizer.decode({4000, 1}) == std::string(24, ' ') + "<|padding|>");
+  for (size_t i = 0; i < all.size(); ++i) {
+    INFO("case: " << all[i].name);
+    CHECK(first_difference(tokenizer.encode(all[i].text), reference[i]) == "");
+  }
+  for (const int64_t threads : {1, 2, 3, 8}) {
+    INFO("encode_parallel, threads: " << threads);
+    CHECK(first_difference(tokenizer.encode_parallel(big, threads), reference.back()) == "");
+  }
+  // The reference did apply Pythia's features: space runs and <|endoftext|> are single ids.
+  CHECK(std::count(reference[0].begin(), reference[0].end(), 4000 + 24 - 5) == 6);  // 5 spaces: runs of 5, 29, 53
+  CHECK(std::count(reference[8].begin(), reference[8].end(), 0) == 6);               // <|endoftext|>
+  CHECK(reference[3] == reference[4]);  // NFD and NFC input: the same ids
+}
+
+// options.json adds tokens with single_word, lstrip, rstrip, normalized true and false (see
+// tokenizer_reference.py pythia); one ("end of") can reach across a cut, so encode_parallel
+// must not cut.
+TEST_CASE("added tokens' single_word, lstrip, rstrip and normalized behave as in HF tokenizers") {
+  TempDir dir;
+  run_reference({"pythia", dir / "pythia"});
+  std::mt19937 random(29);
+  const std::vector<std::string> alphabet = {
+      " ", " ", "  ", "   ", "\t", "\n", "\xE3\x80\x80", "<mask>", "[W]", "[S]", "caf\xC3\xA9", "cafe\xCC\x81",
+      "cafe\xCC\x81!", "!", "\xE2\x84\xAB", "\xC3\x85", "A\xCC\x8A", "<r>", "end of", "end", " of", "\xC3\xA9t\xC3\xA9 ",
+      "e\xCC\x81te\xCC\x81 ", "x", "_", "1", "\xCC\x81", "<|endoftext|>", "word"};
+  std::string fuzz;
+  for (int i = 0; i < 20000; ++i) fuzz += alphabet[random() % alphabet.size()];
+  const std::vector<std::string> texts = {
+      "a <mask>  b <mask>\t\n<mask>",
+      "x[W] [W] a[W] [W]b ([W]) _[W] 1[W] \xCC\x81[W] \xC3\xA9[W] a\xC2\xA0[W]\xE3\x80\x80 [W]",
+      "cafe\xCC\x81! cafe\xCC\x81 caf\xC3\xA9! caf\xC3\xA9",
+      "\xE2\x84\xAB A\xCC\x8A \xC3\x85 \xE2\x84\xAB\xE2\x84\xAB",
+      "<r>   x <r>     x <r>\n\n  y <r>",
+      "the end of it, the end  of it",
+      "a [S] b  [S]c x[S]",
+      "\xC3\xA9t\xC3\xA9 e\xCC\x81te\xCC\x81 x\xC3\xA9t\xC3\xA9 ",
+      fuzz,
+  };
+  std::string big;
+  for (int k = 0; k < 8; ++k)
+    for (const auto& text : texts) big += text + " ";
+  auto all = texts;
+  all.push_back(big);
+  const auto reference = hugging_face_ids(dir, dir / "pythia/options.json", all);
+  const auto tokenizer = sg::Tokenizer::load(dir / "pythia/options.json");
+  for (size_t i = 0; i < texts.size(); ++i) {
+    INFO("text: " << texts[i].substr(0, 80));
+    CHECK(first_difference(tokenizer.encode(texts[i]), reference[i]) == "");
+  }
+  CHECK(first_difference(tokenizer.encode_parallel(big, 4), reference.back()) == "");
+  // The reference did apply the options: "<r>   x" gives <r>, then "   " again (HF's quirk).
+  CHECK(std::find(reference[4].begin(), reference[4].end(), 4000 + 24 - 3) != reference[4].end());
+}
+
+TEST_CASE("a tokenizer.json normalizer other than NFC, or an added token's wrong id, is refused") {
+  TempDir dir;
+  auto load = [](const std::string& path) { return sg::Tokenizer::load(path); };
+  const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []})";
+  const std::string lowercase = dir / "lowercase.json";
+  write_file(lowercase, R"({"normalizer": {"type": "Lowercase"}, )" + model + "}");
+  CHECK_THROWS_AS(load(lowercase), sg::InputError);
+  CHECK_THROWS_WITH(load(lowercase), Contains(lowercase) && Contains("Lowercase"));
+  const std::string sequence = dir / "sequence.json";
+  write_file(sequence, R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "NFKC"}]}, )" +
+                           model + "}");
+  CHECK_THROWS_WITH(load(sequence), Contains(sequence) && Contains("NFKC"));
+  const std::string wrong_id = dir / "wrong-id.json";
+  write_file(wrong_id, R"({"added_tokens": [{"id": 7, "content": "<x>", "special": true}], )" + model + "}");
+  CHECK_THROWS_WITH(load(wrong_id), Contains(wrong_id) && Contains("<x>") && Contains("would give it id 2"));
+  const std::string twice = dir / "twice.json";
+  write_file(twice, R"({"added_tokens": [{"id": 2, "content": "<x>"}, {"id": 3, "content": "<x>"}], )" + model + "}");
+  CHECK_THROWS_WITH(load(twice), Contains(twice) && Contains("twice"));
 }
 
 TEST_CASE("a missing or malformed vocabulary is an InputError naming the file and the problem") {

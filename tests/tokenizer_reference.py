@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""tokenizer_reference.py — reference answers for tests/test_tokenizer.cpp, from tiktoken (and HF tokenizers).
+"""tokenizer_reference.py — reference answers for tests/test_tokenizer.cpp, from tiktoken and HF tokenizers.
 
 The C++ tests never compare the tokenizer with its own output; they ask this script, which runs the
-independent implementations that the GPT-2 encoding is defined by. Text travels through files, as
-bytes, so no quoting can change it.
+independent implementations that define the encodings: tiktoken for GPT-2's, HF tokenizers for a
+tokenizer.json (its normalizer and added tokens included). Text travels through files, as bytes, so
+no quoting can change it.
 
 Commands (VOCAB is a tiktoken rank file, "base64token rank" lines, such as gpt2.tiktoken):
   encode VOCAB FILE...      for each FILE: FILE.ids (tiktoken gpt2 encode_ordinary of the bytes decoded
@@ -16,18 +17,28 @@ Commands (VOCAB is a tiktoken rank file, "base64token rank" lines, such as gpt2.
   convert VOCAB DIR         the rank file in the Hugging Face forms: DIR/vocab.json + DIR/merges.txt, and
                             DIR/tokenizer.json (written by HF tokenizers, merges as pairs) plus
                             DIR/tokenizer-string-merges.json (the same with "a b" merge strings)
+  pythia DIR                DIR/tokenizer.json: a byte-level BPE trained by HF tokenizers on the Python tutorial
+                            (TUTORIAL, plus a few lines of other scripts) and shaped like Pythia's (GPT-NeoX)
+                            tokenizer.json: NFC normalizer, ByteLevel pre-tokenizer and decoder, special
+                            <|endoftext|> and <|padding|> (ids 0 and 1) and runs of 24 down to 2 spaces as
+                            normalized added tokens; DIR/options.json: the same model with added tokens that
+                            use single_word, lstrip, rstrip and normalized true/false; DIR/sample.txt: the
+                            training text, and DIR/sample-nfd.txt: the same in NFD
   classes OUT               OUT: 0x110000 bytes, the class of every code point as tiktoken's regex engine
                             sees it: 1 \\p{L}, 2 \\p{N}, 3 \\s, 0 anything else (surrogates: 0)
   tables                    prints the C++ range tables of lib/tokenizer.cpp (the same classes)
 """
 import base64
+import glob
 import json
 import os
 import sys
+import unicodedata
 
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
+TUTORIAL = "/usr/share/doc/python3.11/html/_sources/tutorial/*.rst.txt"
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 ENDOFTEXT = "<|endoftext|>"
 
@@ -135,6 +146,49 @@ def command_convert(vocab_path, out_dir):
         json.dump(config, f, ensure_ascii=False)
 
 
+OTHER_SCRIPTS = """Déjà vu au café : l'élève a réécrit « Noël » à Zürich, Ångström, mañana, façade, naïve.
+Größe, Straße, Übermaß, Ærøskøbing, Łódź, Dvořák, İstanbul, Ελληνικά, Русский текст, Україна.
+한국어 텍스트입니다. 안녕하세요, 세계! 日本語のテキスト。中文文本。हिन्दी पाठ। العربية 😀👍🏽
+"""
+
+
+def command_pythia(out_dir):
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    files = sorted(glob.glob(TUTORIAL))
+    if not files:
+        sys.exit(f"tokenizer_reference.py: no training text at {TUTORIAL} (Debian package python3.11-doc)")
+    text = "".join(open(f, encoding="utf-8").read() for f in files) + OTHER_SCRIPTS * 20
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=4000, show_progress=False, special_tokens=[ENDOFTEXT, "<|padding|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(text.splitlines(keepends=True), trainer)
+    # Pythia's space tokens: {"content": "  ", "single_word": false, "lstrip": false, "rstrip": false,
+    # "normalized": true, "special": false}, the longest first.
+    tokenizer.add_tokens([AddedToken(" " * n, single_word=False, lstrip=False, rstrip=False, normalized=True,
+                                     special=False) for n in range(24, 1, -1)])
+    os.makedirs(out_dir, exist_ok=True)
+    tokenizer.save(os.path.join(out_dir, "tokenizer.json"))
+    tokenizer.add_tokens([
+        AddedToken("<mask>", lstrip=True, rstrip=True, normalized=False),
+        AddedToken("[W]", single_word=True, normalized=True),
+        AddedToken("caf\u00e9", normalized=True),           # matches "café" in NFC and in NFD input
+        AddedToken("cafe\u0301!", normalized=False),        # matches only the raw NFD text
+        AddedToken("\u212b", normalized=True),              # ANGSTROM SIGN, matched as its NFC "Å"
+        AddedToken("<r>", rstrip=True, normalized=True),     # the spaces it takes in are matched again
+        AddedToken("end of", normalized=False),
+        AddedToken("[S]", special=True, single_word=True, lstrip=True),
+        AddedToken("\u00e9t\u00e9 ", single_word=True, normalized=True),
+    ])
+    tokenizer.save(os.path.join(out_dir, "options.json"))
+    with open(os.path.join(out_dir, "sample.txt"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(out_dir, "sample-nfd.txt"), "w", encoding="utf-8") as f:
+        f.write(unicodedata.normalize("NFD", text))
+
+
 def code_point_classes():
     """The class of every code point, read from tiktoken's own regex engine: an encoding whose
     pattern matches one character of a class and whose ranks are the 256 bytes returns exactly the
@@ -188,6 +242,8 @@ def main(argv):
         command_encode_hf(argv[1], argv[2:])
     elif len(argv) == 3 and argv[0] == "convert":
         command_convert(argv[1], argv[2])
+    elif len(argv) == 2 and argv[0] == "pythia":
+        command_pythia(argv[1])
     elif len(argv) == 2 and argv[0] == "classes":
         command_classes(argv[1])
     elif len(argv) == 1 and argv[0] == "tables":
