@@ -1,0 +1,49 @@
+# pipelines/toy.mk — Figure 3 of "Abstention and Noise Filtering: Two Missing Primitives of Softmax
+# Attention" (App. D–E): the channel-blind superposition task.
+#
+# 2 conditions × 4 loads × 5 arms (baseline, off-by-one, norm gate, routing-slot control, oracle)
+# × 3 seeds = 120 training runs. Each (condition, load) is one sg-toy process that trains all arms
+# and seeds of that cell side by side on one core; make -j2 runs two cells at a time.
+#
+#   make -f pipelines/toy.mk -j2 fig3            # runs/toy/fig3.png (about 10 minutes on 2 idle cores)
+#   make -f pipelines/toy.mk -j2 fig3 TOY_FLAGS='--steps 500'   # a quick look
+#
+# Outputs, in $(TOY_DIR):
+#   blind-1.h5 … visible-8.h5   result tables, one row per (condition, load, arm, seed)
+#   fig3.tsv                    task error per (condition, arm, load), one column per seed
+#   fig3-summary.tsv            mean and standard error over seeds (the plotted numbers)
+#   fig3.png                    the figure
+#
+# Included by Makefile.experiments; it also runs alone (make -f pipelines/toy.mk).
+
+BIN ?= build/bin
+
+TOY_DIR ?= $(or $(OUT),runs)/toy
+TOY_CONDITIONS ?= blind visible
+TOY_LOADS ?= 1 2 4 8
+TOY_ARMS ?= baseline,offbyone,normgate,renorm,oracle
+TOY_SEEDS ?= 0,1,2
+TOY_THREADS ?= 1
+TOY_FLAGS ?=
+
+TOY_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+TOY_RUNS := $(foreach c,$(TOY_CONDITIONS),$(foreach l,$(TOY_LOADS),$(TOY_DIR)/$(c)-$(l).h5))
+toy_word = $(word $(1),$(subst -, ,$(2)))
+
+.PHONY: fig3 toy-runs
+fig3: $(TOY_DIR)/fig3.png
+toy-runs: $(TOY_RUNS)
+
+# One cell of the grid: every arm and seed of one condition and load.
+$(TOY_RUNS): $(TOY_DIR)/%.h5:
+	@mkdir -p $(@D)
+	$(BIN)/sg-toy --condition $(call toy_word,1,$*) --load $(call toy_word,2,$*) --arms $(TOY_ARMS) \
+	    --seeds $(TOY_SEEDS) --threads $(TOY_THREADS) $(TOY_FLAGS) -o $@ --force
+
+# Figure data: the task error of every run, seeds as columns.
+$(TOY_DIR)/fig3.tsv: $(TOY_RUNS)
+	$(BIN)/sg-tabulate $^ --rows condition,arm,load --cols seed --cell error --format tsv -o $@ --force
+
+$(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-summary.tsv &: $(TOY_DIR)/fig3.tsv $(TOY_PIPELINES)/fig3.gp
+	gnuplot -e "data='$<'; output='$(TOY_DIR)/fig3.png'; summary='$(TOY_DIR)/fig3-summary.tsv'" \
+	    $(TOY_PIPELINES)/fig3.gp
