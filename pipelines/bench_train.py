@@ -13,9 +13,10 @@ vocabulary of 50,257) and the same number of threads:
   fp32 peak       the best torch.mm rate (square fp32 matrices, same threads): the machine's
                   attainable fp32 matmul peak, against which the model FLOP/s are set (and one
                   core's, per CPU second, for --cpu-time).
-Step times: sg-train's from its run file (curves/tokens_per_second, one value per optimizer step,
-timing the step only), eager's from the same span of work (batch, forward, loss, backward,
-clipping, AdamW step). A run's figure is the median over its steps after the first --skip;
+Eager draws its batches as sg-train does, random context windows of the same token file's
+training split (the tokens do not change the work, only its realism). Step times: sg-train's from
+its run file (curves/tokens_per_second, one value per optimizer step, timing the step only),
+eager's from the same span of work (batch, forward, loss, backward, clipping, AdamW step). A run's figure is the median over its steps after the first --skip;
 every configuration is measured once per round, rounds interleaved (A B C … A B C …), and the
 reported figure is the median over rounds. Model FLOPs per token (PaLM's count, the attention
 matrix counted whole):
@@ -23,12 +24,14 @@ matrix counted whole):
 The load average is recorded around every measurement: on a shared machine read the figures
 with it. --cpu-time adds core-seconds (user + system) per step, which other processes disturb
 far less than wall-clock time: eager's from its steps, sg-train's as the difference between a
-run of --steps and one of --skip steps (start-up, evaluation and saving cancel). Timings are
+run of --steps and one of --skip steps (start-up, evaluation and saving cancel). With more than
+one thread, CPU time also counts OpenMP's spin-waiting, so use it with --threads 1. Timings are
 reported, never asserted.
 
 Run it with the project's Python (torch, numpy, h5py) from the repository root:
   ~/.cache/sinkgate/venv-torch-2.11.0/bin/python pipelines/bench_train.py
-  ... pipelines/bench_train.py --threads 2 --rounds 3 --cpu-time --json bench.json   # figures to quote
+  ... pipelines/bench_train.py --rounds 3 --json bench.json              # figures to quote
+  ... pipelines/bench_train.py --threads 1 --rounds 3 --cpu-time         # a machine others load
   ... pipelines/bench_train.py --arms baseline,combo2 --no-eager      # arm overheads only
 """
 import argparse
@@ -198,6 +201,9 @@ def sg_train_run(args, arm, env, workdir, steps):
         tokens_per_second = f["curves/tokens_per_second"][:]
         config = {key: f["config"].attrs[key] for key in f["config"].attrs} if "config" in f else {}
     os.remove(output)
+    differing = {key: config.get(key) for key in SHAPE if str(config.get(key)) != str(SHAPE[key])}
+    if differing:
+        sys.exit(f"bench_train: sg-train's tier cpu is {differing}, the Python reference {SHAPE}: update SHAPE")
     tokens_per_step = SHAPE["micro_batch"] * SHAPE["block_size"]
     return [tokens_per_step / float(t) for t in tokens_per_second], cpu, config
 
@@ -319,27 +325,30 @@ def main():
         if args.cpu_time:
             row["cpu_relative_to_baseline"] = row["cpu_seconds_per_step"] / baseline["cpu_seconds_per_step"]
 
-    print(f"# CPU training throughput: tier cpu (L={SHAPE['n_layer']}, H={SHAPE['n_head']}, C={SHAPE['n_embd']}, "
+    def say(*parts, **kwargs):  # the table goes to stdout, or to stderr when the JSON does
+        print(*parts, **kwargs, file=sys.stderr if args.json == "-" else sys.stdout)
+
+    say(f"# CPU training throughput: tier cpu (L={SHAPE['n_layer']}, H={SHAPE['n_head']}, C={SHAPE['n_embd']}, "
           f"T={SHAPE['block_size']}, B={SHAPE['micro_batch']}, V={SHAPE['vocab_size']}), {args.threads} threads, "
           f"{args.steps} steps a run (median after {args.skip}), median of {args.rounds} interleaved rounds")
-    print(f"# load average (1 min) {load_start[0]:.2f} at start, {load_end[0]:.2f} at end, on {os.cpu_count()} CPUs")
-    print(f"# fp32 matmul peak (best torch.mm): {peak / 1e9:.1f} GFLOP/s on {args.threads} threads (wall clock), "
+    say(f"# load average (1 min) {load_start[0]:.2f} at start, {load_end[0]:.2f} at end, on {os.cpu_count()} CPUs")
+    say(f"# fp32 matmul peak (best torch.mm): {peak / 1e9:.1f} GFLOP/s on {args.threads} threads (wall clock), "
           f"{core_peak / 1e9:.1f} GFLOP per CPU second on one core; model {flops_token / 1e6:.1f} MFLOP/token "
           f"= 6(12LC^2 + VC) + 12LCT")
     cpu_header = f" {'CPU s':>7} {'vs base':>8} {'% core':>7}" if args.cpu_time else ""
-    print(f"{'configuration':<36} {'s/step':>8} {'spread':>7} {'tok/s':>8} {'GFLOP/s':>8} {'% peak':>7} "
+    say(f"{'configuration':<36} {'s/step':>8} {'spread':>7} {'tok/s':>8} {'GFLOP/s':>8} {'% peak':>7} "
           f"{'vs base':>8}{cpu_header} {'load':>5}")
     for label, row in rows.items():
         spread = (max(row["per_round_seconds"]) - min(row["per_round_seconds"])) / row["seconds_per_step"]
         cpu = (f" {row['cpu_seconds_per_step']:7.3f} {100 * (row['cpu_relative_to_baseline'] - 1):+7.1f}%"
                f" {100 * row['cpu_fraction_of_core_peak']:6.1f}%" if args.cpu_time else "")
-        print(f"{label:<36} {row['seconds_per_step']:8.3f} {100 * spread:6.1f}% {row['tokens_per_second']:8.0f} "
+        say(f"{label:<36} {row['seconds_per_step']:8.3f} {100 * spread:6.1f}% {row['tokens_per_second']:8.0f} "
               f"{row['tokens_per_second'] * flops_token / 1e9:8.1f} {100 * row['fraction_of_peak']:6.1f}% "
               f"{100 * (row['relative_to_baseline'] - 1):+7.1f}%{cpu} {row['load_average']:5.2f}")
-    print("# s/step: median over rounds of each run's median step (wall clock); spread: (max - min) over rounds / "
+    say("# s/step: median over rounds of each run's median step (wall clock); spread: (max - min) over rounds / "
           "median; load: 1-minute load average around the runs")
     if args.cpu_time:
-        print("# CPU s: core-seconds (user + system) per step after the first --skip, median over rounds; eager's "
+        say("# CPU s: core-seconds (user + system) per step after the first --skip, median over rounds; eager's "
               "from its steps, sg-train's as the difference of a --steps and a --skip run; % core: model FLOP per "
               "CPU second against one core's torch.mm peak per CPU second")
 
@@ -357,10 +366,10 @@ def main():
                 "speedup_vs_eager_tuned": rows[best][key] / baseline[key], "eager_tuned_best": best,
                 "eager_default_slowdown": rows["eager default"][key] / rows[best][key]})
             figures = summary[key]
-            print(f"{name}: sg-train baseline is {figures['speedup_vs_eager_default']:.2f}x eager default, "
+            say(f"{name}: sg-train baseline is {figures['speedup_vs_eager_default']:.2f}x eager default, "
                   f"{figures['speedup_vs_eager_tuned']:.2f}x the best eager ({best}; target >= 1.10x); "
                   f"eager default is {figures['eager_default_slowdown']:.2f}x slower than tuned")
-        print(f"{name}: slowest arm {slowest} at {100 * summary[key]['slowest_arm_overhead']:+.1f}% vs baseline "
+        say(f"{name}: slowest arm {slowest} at {100 * summary[key]['slowest_arm_overhead']:+.1f}% vs baseline "
               f"(target <= +5%)")
     if args.json:
         document = {"shape": SHAPE, "threads": args.threads, "steps": args.steps, "skip": args.skip,
