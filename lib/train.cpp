@@ -98,15 +98,18 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     const double lr = learning_rate(t, state.step);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
-    double loss_sum = 0;
+    // Summed on the device and read once per step: a read per micro-batch would make the host
+    // wait for the GPU instead of queueing the next micro-batch's kernels.
+    torch::Tensor loss_sum;
     for (int64_t micro = 0; micro < t.accumulation; ++micro) {
       const auto batch = training_batch(tokens, config, state.step, micro);
       AutocastGuard autocast(options.device);
       auto loss = model->loss(batch.inputs.to(options.device), batch.targets.to(options.device));
       (loss / static_cast<double>(t.accumulation)).backward();
-      loss_sum += loss.item<double>();
+      const auto value = loss.detach().to(torch::kDouble);
+      loss_sum = loss_sum.defined() ? loss_sum + value : value;
     }
-    const double train_loss = loss_sum / static_cast<double>(t.accumulation);
+    const double train_loss = loss_sum.item<double>() / static_cast<double>(t.accumulation);
     if (!std::isfinite(train_loss))
       throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
                              " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",

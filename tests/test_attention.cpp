@@ -3,9 +3,12 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "lib/attention.h"
+#include "lib/device.h"
 
 namespace {
 
@@ -22,9 +25,10 @@ torch::Tensor reference_attention(const torch::Tensor& x, const sg::AttentionImp
                                   double beta) {
   const auto w_attn = module.c_attn->weight, w_proj = module.c_proj->weight;
   const auto qkv = torch::matmul(x, w_attn.t());  // (B, T, 3C)
+  const int64_t batch = x.size(0), length = x.size(1);
   std::vector<torch::Tensor> rows;
-  for (int64_t b = 0; b < kBatch; ++b) {
-    for (int64_t i = 0; i < kLength; ++i) {
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < length; ++i) {
       std::vector<torch::Tensor> heads;
       for (int64_t h = 0; h < kHeads; ++h) {
         auto q_of = [&](int64_t t) { return qkv[b][t].slice(0, h * kHeadDim, (h + 1) * kHeadDim); };
@@ -65,7 +69,7 @@ torch::Tensor reference_attention(const torch::Tensor& x, const sg::AttentionImp
       rows.push_back(torch::matmul(w_proj, torch::cat(heads)));
     }
   }
-  return torch::stack(rows).view({kBatch, kLength, kWidth});
+  return torch::stack(rows).view({batch, length, kWidth});
 }
 
 sg::Attention make_attention(const Arm& arm, int64_t seed) {
@@ -317,5 +321,137 @@ TEST_CASE("the CUDA path is built in: the fused kernels it calls have CUDA imple
     const auto handle = dispatcher.findSchema({op, ""});
     REQUIRE(handle.has_value());
     CHECK(handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA));
+  }
+}
+
+// ---- On a GPU. pipelines/gpu_check.sh runs these on a CUDA machine; without a GPU they
+// ---- report that they were skipped and pass.
+
+namespace {
+
+/// max |a - b| / max |b|, on the CPU in float64.
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto a64 = a.detach().to(torch::kCPU, torch::kDouble), b64 = b.detach().to(torch::kCPU, torch::kDouble);
+  return (a64 - b64).abs().max().item<double>() / std::max(b64.abs().max().item<double>(), 1e-300);
+}
+
+/// Softmax attention with a phantom column of value zero, by the textbook formula in float64:
+/// the reference for the GPU kernels at lengths where the loop reference would be slow.
+torch::Tensor phantom_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                const torch::Tensor& sink, double scale, bool causal) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), tk = k.size(2);
+  auto logits = torch::matmul(q, k.transpose(-2, -1)) * scale;
+  if (causal) {
+    const auto hidden = torch::ones({t, tk}, torch::kBool).tril().logical_not();
+    logits = logits.masked_fill(hidden, -std::numeric_limits<double>::infinity());
+  }
+  const auto column = sink.view({1, h, 1, 1}).expand({b, h, t, 1});
+  const auto probs = torch::softmax(torch::cat({logits, column}, -1), -1).slice(-1, 0, tk);
+  return torch::matmul(probs, v);
+}
+
+bool skip_without_gpu() {
+  if (torch::cuda::is_available()) return false;
+  WARN("no CUDA GPU on this machine: skipped (pipelines/gpu_check.sh runs it on one)");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("on a GPU, the fused phantom kernels (flash in bf16/fp16, efficient in fp32) match float64", "[cuda]") {
+  if (skip_without_gpu()) return;
+  const torch::Device cuda(torch::kCUDA);
+  for (auto dtype : {torch::kBFloat16, torch::kHalf, torch::kFloat}) {
+    // Half precision flushes exp(-20)-sized outputs to zero; it is not what training uses (bf16).
+    const std::vector<double> sinks = dtype == torch::kHalf ? std::vector<double>{-20.0, 0.0, 1.3}
+                                                            : std::vector<double>{-20.0, 0.0, 1.3, 20.0};
+    const double tolerance = dtype == torch::kFloat ? 1e-4 : 2e-2;
+    for (int64_t length : {1, 7, 100, 257}) {
+      for (bool causal : {true, false}) {
+        for (double sink_value : sinks) {
+          INFO("dtype " << dtype << ", length " << length << ", causal " << causal << ", sink " << sink_value);
+          torch::manual_seed(60 + length);
+          // Inputs rounded to the kernel's precision first, so the reference sees the same numbers.
+          auto round = [&](torch::Tensor t) { return t.to(dtype).to(torch::kDouble); };
+          const auto q = round(torch::randn({2, 3, length, 64}, torch::kDouble) * 1.5);
+          const auto k = round(torch::randn({2, 3, length, 64}, torch::kDouble) * 1.5);
+          const auto v = round(torch::randn({2, 3, length, 64}, torch::kDouble));
+          const auto upstream = round(torch::randn({2, 3, length, 64}, torch::kDouble));
+          const auto sink = torch::tensor({sink_value, 0.5 * sink_value, -1.0}, torch::kDouble);
+          const double scale = 0.125;
+
+          auto q64 = q.clone().requires_grad_(true), k64 = k.clone().requires_grad_(true),
+               v64 = v.clone().requires_grad_(true), sink64 = sink.clone().requires_grad_(true);
+          const auto ref = phantom_reference(q64, k64, v64, sink64, scale, causal);
+          (ref * upstream).sum().backward();
+
+          auto qg = q.to(cuda, dtype).requires_grad_(true), kg = k.to(cuda, dtype).requires_grad_(true),
+               vg = v.to(cuda, dtype).requires_grad_(true);
+          auto sinkg = sink.to(cuda, torch::kFloat).requires_grad_(true);
+          const auto out = sg::fused_sink_attention(qg, kg, vg, sinkg, scale, causal);
+          REQUIRE(out.scalar_type() == dtype);
+          (out.to(torch::kFloat) * upstream.to(cuda, torch::kFloat)).sum().backward();
+
+          CHECK(relative_error(out, ref) < tolerance);
+          CHECK(relative_error(qg.grad(), q64.grad()) < 2 * tolerance);
+          CHECK(relative_error(kg.grad(), k64.grad()) < 2 * tolerance);
+          CHECK(relative_error(vg.grad(), v64.grad()) < 2 * tolerance);
+          CHECK(relative_error(sinkg.grad(), sink64.grad()) < 2 * tolerance);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("on a GPU, every arm matches the float64 reference in fp32 and under bf16 autocast, on both paths",
+          "[cuda]") {
+  if (skip_without_gpu()) return;
+  const torch::Device cuda(torch::kCUDA);
+  constexpr int64_t kGpuLength = 40;
+  for (const char* name : kArms) {
+    for (double sink : {0.0, 20.0, -20.0, 1.3}) {
+      const Arm arm = sg::parse_arm(name);
+      if (sink != 0.0 && arm.zero != ZeroOption::sinklogit) continue;
+      auto ref_module = make_attention(arm, 7);
+      perturb(*ref_module, sink);
+      torch::manual_seed(11);
+      const auto x = torch::randn({kBatch, kGpuLength, kWidth}, torch::kDouble);
+      const auto upstream = torch::randn({kBatch, kGpuLength, kWidth}, torch::kDouble);
+      auto x_ref = x.clone().requires_grad_(true);
+      const auto ref = reference_attention(x_ref, *ref_module, arm, 8.0);
+      (ref * upstream).sum().backward();
+      const auto ref_params = ref_module->named_parameters();
+
+      for (bool autocast : {false, true}) {
+        for (auto backend : {sg::AttentionBackend::explicit_math, sg::AttentionBackend::fused}) {
+          INFO("arm " << name << ", sink " << sink << ", " << (autocast ? "bf16 autocast" : "fp32") << ", "
+                      << (backend == sg::AttentionBackend::fused ? "fused" : "explicit"));
+          // fp32 differs from float64 by rounding alone; bf16 autocast rounds the projections and
+          // the attention to 8 bits of mantissa on sharp (8x scaled) logits.
+          const double tolerance = autocast ? 0.1 : 1e-4;
+          auto module = make_attention(arm, 7);
+          {
+            torch::NoGradGuard no_grad;
+            for (const auto& item : ref_params) module->named_parameters()[item.key()].copy_(item.value());
+          }
+          module->to(cuda, torch::kFloat);
+          module->set_backend(backend);
+          auto xg = x.to(cuda, torch::kFloat).requires_grad_(true);
+          torch::Tensor out;
+          {
+            sg::AutocastGuard guard(autocast ? cuda : torch::Device(torch::kCPU));
+            out = module->forward(xg);
+          }
+          (out.to(torch::kFloat) * upstream.to(cuda, torch::kFloat)).sum().backward();
+          CHECK(std::isfinite(out.abs().max().item<double>()));
+          CHECK(relative_error(out, ref) < tolerance);
+          CHECK(relative_error(xg.grad(), x_ref.grad()) < 2 * tolerance);
+          for (const auto& item : module->named_parameters()) {
+            INFO("parameter " << item.key());
+            CHECK(relative_error(item.value().grad(), ref_params[item.key()].grad()) < 2 * tolerance);
+          }
+        }
+      }
+    }
   }
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# gpu_check.sh — the checks that need a CUDA GPU, in one run: the GPU tests of the attention
+# kernels against float64, the arms' self-check on the GPU, a short bf16 training run per arm at
+# the 124M tier (tokens/s and overhead against the baseline) and a 10M-tier run that must learn.
+#
+# Usage: pipelines/gpu_check.sh [BIN_DIR] [TOKENS] [OUT_DIR]
+#   BIN_DIR  the built executables (default build/bin)
+#   TOKENS   a token file from sg-tokenize (default data/pydoc.h5, from `make -f Makefile.experiments tokens`)
+#   OUT_DIR  logs and the summary table (default gpu-check)
+# Every step runs even when an earlier one fails; the exit status is 1 if any failed.
+set -u -o pipefail
+BIN=${1:-build/bin}
+TOKENS=${2:-data/pydoc.h5}
+OUT=${3:-gpu-check}
+STEPS=${GPU_CHECK_STEPS:-30}          # optimizer steps of each throughput run
+ARMS=${GPU_CHECK_ARMS:-baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2}
+mkdir -p "$OUT"
+failed=0
+
+step() {
+  echo "== $*"
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  echo "== exit $rc after $((SECONDS - start)) s"
+  if [ $rc -ne 0 ]; then failed=1; fi
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || failed=1
+
+step "$BIN/test_attention" "[cuda]" --durations yes
+step "$BIN/sg-arms" --tier tiny --check --device cuda
+step "$BIN/sg-arms" --tier 124M --check --check-length 256 --device cuda
+
+# Throughput per arm: tier 124M (12 layers, width 768, context 1,024, 8 x 4 sequences a step),
+# bf16 autocast. The figure is the last progress line's, a window of steps after the warm-up.
+interval=$((STEPS / 3))
+printf 'arm\ttokens_per_s\toverhead_vs_baseline\n' > "$OUT/throughput.tsv"
+base=""
+for arm in $ARMS; do
+  run="$OUT/tp-$arm.h5"
+  step "$BIN/sg-train" --tier 124M --arm "$arm" --device cuda --tokens "$TOKENS" -o "$run" --force \
+    --set iterations="$STEPS" --set warmup=2 --set eval_interval="$interval" --set eval_batches=1 \
+    --set final_eval_batches=1 --set checkpoint_interval=100000 2>&1 | tee "$OUT/tp-$arm.log"
+  rate=$(grep -o '[0-9]* tok/s' "$OUT/tp-$arm.log" | tail -1 | cut -d' ' -f1)
+  rm -f "$run"
+  [ -n "$rate" ] || { failed=1; continue; }
+  [ -n "$base" ] || base=$rate
+  awk -v a="$arm" -v r="$rate" -v b="$base" 'BEGIN { printf "%s\t%d\t%+.1f%%\n", a, r, 100 * (b / r - 1) }' \
+    >> "$OUT/throughput.tsv"
+done
+cat "$OUT/throughput.tsv"
+
+# Learning on the GPU: the 10M tier for a few hundred steps must bring the validation loss well
+# below its start (ln 50257 = 10.8), and sg-eval must read the run on the GPU.
+step "$BIN/sg-train" --tier 10M --arm combo2 --device cuda --tokens "$TOKENS" -o "$OUT/learn.h5" --force \
+  --set iterations=300 --set warmup=30 --set eval_interval=100 2>&1 | tee "$OUT/learn.log"
+step "$BIN/sg-eval" "$OUT/learn.h5" --tokens "$TOKENS" --device cuda -o "$OUT/learn-eval.h5" --force
+final=$(grep -o 'val [0-9.]*' "$OUT/learn.log" | tail -1 | cut -d' ' -f2)
+echo "10M combo2 after 300 steps: validation loss ${final:-missing}"
+awk -v v="${final:-99}" 'BEGIN { exit !(v < 8.0) }' || { echo "!! the 10M run did not learn"; failed=1; }
+
+echo "gpu_check: $([ $failed -eq 0 ] && echo 'all steps passed' || echo 'SOME STEPS FAILED')"
+exit $failed
