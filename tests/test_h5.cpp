@@ -14,35 +14,15 @@
 
 #include "lib/error.h"
 #include "lib/h5.h"
+#include "tests/support.h"
 
 using sg::h5::Dtype;
 
 namespace {
 
-/// A fresh directory for one test, removed afterwards (POSIX: the torch wheel's libtorch.so
-/// exports a std::filesystem::remove_all that crashes when it binds).
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sg-test-h5-XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(mkdtemp(buffer.data()) != nullptr);
-    dir = buffer.data();
-  }
-  ~Scratch() {
-    nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
-         FTW_DEPTH | FTW_PHYS);
-  }
-  std::string operator/(const std::string& name) const { return dir + "/" + name; }
-};
+using sg_test::Scratch;
 
-bool exists(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0;
-}
-
+using sg_test::exists;
 size_t count_entries(const std::string& dir) {
   size_t n = 0;
   DIR* d = opendir(dir.c_str());
@@ -53,11 +33,7 @@ size_t count_entries(const std::string& dir) {
   return n;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
+using sg_test::slurp;
 template <typename Exception>
 std::string message_of(const std::function<void()>& f) {
   try {

@@ -22,6 +22,7 @@
 #include "lib/pretrained.h"
 #include "lib/provenance.h"
 #include "lib/safetensors.h"
+#include "tests/support.h"
 
 using Catch::Matchers::Contains;
 
@@ -30,68 +31,14 @@ namespace {
 const std::vector<std::string> kModels = {"gpt2-tied", "gpt2-hub-bf16", "neox-parallel", "neox-sequential",
                                           "neox-fp16-sharded"};
 
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
-bool exists(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0;
-}
+using sg_test::exists;
+using sg_test::Scratch;
+using sg_test::slurp;
 
-void remove_tree(const std::string& dir) {
-  nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
-       FTW_DEPTH | FTW_PHYS);
-}
+const std::string& fixtures() { return sg_test::survey_fixtures(); }
 
-/// The reference models of tests/survey_reference.py, made once per version of the script and
-/// kept in the test's working folder (ctest runs each test case as its own process).
-const std::string& fixtures() {
-  static const std::string dir = [] {
-    const std::string script = std::string(SG_TEST_SOURCE_DIR) + "/survey_reference.py";
-    char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
-    const std::string final_dir = std::string(cwd) + "/survey-fixtures-" + sg::sha256_file(script).substr(0, 12);
-    if (exists(final_dir + "/done")) return final_dir;
-    std::string pattern = std::string(cwd) + "/survey-fixtures-tmp-XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(mkdtemp(buffer.data()) != nullptr);
-    const std::string temporary = buffer.data();
-    const std::string command = quote(SG_PYTHON) + " " + quote(script) + " models " + quote(temporary);
-    INFO("reference command: " << command);
-    REQUIRE(std::system(command.c_str()) == 0);
-    std::ofstream(temporary + "/done") << "ok\n";
-    if (std::rename(temporary.c_str(), final_dir.c_str()) != 0) remove_tree(temporary);  // another test won the race
-    REQUIRE(exists(final_dir + "/done"));
-    return final_dir;
-  }();
-  return dir;
-}
 
-/// A fresh directory for one test, removed afterwards (POSIX: see the note in test_h5.cpp).
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sg-test-pretrained-XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(mkdtemp(buffer.data()) != nullptr);
-    dir = buffer.data();
-  }
-  ~Scratch() { remove_tree(dir); }
-  std::string operator/(const std::string& name) const { return dir + "/" + name; }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

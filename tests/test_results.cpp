@@ -17,30 +17,14 @@
 #include "lib/h5.h"
 #include "lib/provenance.h"
 #include "lib/results.h"
+#include "tests/support.h"
 
 using sg::ColumnType;
 using sg::Role;
 
 namespace {
 
-/// A fresh directory for one test, removed afterwards (POSIX: the torch wheel's libtorch.so
-/// exports a std::filesystem::remove_all that crashes when it binds).
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sg-test-results-XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(mkdtemp(buffer.data()) != nullptr);
-    dir = buffer.data();
-  }
-  ~Scratch() {
-    nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
-         FTW_DEPTH | FTW_PHYS);
-  }
-  std::string operator/(const std::string& name) const { return dir + "/" + name; }
-};
+using sg_test::Scratch;
 
 
 sg::ResultTable sample() {

@@ -17,29 +17,13 @@
 
 #include "lib/error.h"
 #include "lib/safetensors.h"
+#include "tests/support.h"
 
 using Catch::Matchers::Contains;
 
 namespace {
 
-/// A fresh directory for one test, removed afterwards (POSIX: the torch wheel's libtorch.so
-/// exports a std::filesystem::remove_all that crashes when it binds).
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sg-test-safetensors-XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(mkdtemp(buffer.data()) != nullptr);
-    dir = buffer.data();
-  }
-  ~Scratch() {
-    nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
-         FTW_DEPTH | FTW_PHYS);
-  }
-  std::string operator/(const std::string& name) const { return dir + "/" + name; }
-};
+using sg_test::Scratch;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -26,48 +26,15 @@
 #include "lib/safetensors.h"
 #include "lib/survey.h"
 #include "lib/tabulate.h"
+#include "tests/support.h"
 
 using Catch::Matchers::Contains;
 
 namespace {
 
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
-bool exists(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0;
-}
 
-/// The reference models of tests/survey_reference.py (shared with test_pretrained.cpp: the same
-/// folder, made once per version of the script in the test's working folder).
-const std::string& fixtures() {
-  static const std::string dir = [] {
-    const std::string script = std::string(SG_TEST_SOURCE_DIR) + "/survey_reference.py";
-    char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
-    const std::string final_dir = std::string(cwd) + "/survey-fixtures-" + sg::sha256_file(script).substr(0, 12);
-    if (exists(final_dir + "/done")) return final_dir;
-    std::string pattern = std::string(cwd) + "/survey-fixtures-tmp-XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(mkdtemp(buffer.data()) != nullptr);
-    const std::string temporary = buffer.data();
-    const std::string command = quote(SG_PYTHON) + " " + quote(script) + " models " + quote(temporary);
-    INFO("reference command: " << command);
-    REQUIRE(std::system(command.c_str()) == 0);
-    std::ofstream(temporary + "/done") << "ok\n";
-    if (std::rename(temporary.c_str(), final_dir.c_str()) != 0)  // another test won the race
-      nftw(temporary.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
-           FTW_DEPTH | FTW_PHYS);
-    REQUIRE(exists(final_dir + "/done"));
-    return final_dir;
-  }();
-  return dir;
-}
+const std::string& fixtures() { return sg_test::survey_fixtures(); }
 
 struct Expected {
   double sink = 0, position0 = 0, zero = 0, r0 = 0;

@@ -16,6 +16,7 @@
 
 #include "lib/error.h"
 #include "lib/tokenizer.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -24,7 +25,7 @@ using Catch::Matchers::Contains;
 using namespace std::string_literals;
 
 // A fresh folder under the system's temporary folder, removed with everything in it at the end
-// (by nftw: the libtorch.so of the torch wheel exports a std::filesystem::remove_all that crashes).
+// (by sg_test::remove_tree: see tests/support.h).
 struct TempDir {
   fs::path path;
   TempDir() {
@@ -33,10 +34,7 @@ struct TempDir {
     path = fs::temp_directory_path() / ("sg-test-tokenizer-" + std::to_string(stamp) + "-" + std::to_string(counter++));
     fs::create_directories(path);
   }
-  ~TempDir() {
-    auto remove = [](const char* name, const struct stat*, int, struct FTW*) { return std::remove(name); };
-    nftw(path.c_str(), remove, 16, FTW_DEPTH | FTW_PHYS);
-  }
+  ~TempDir() { sg_test::remove_tree(path.string()); }
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
@@ -61,11 +59,7 @@ std::vector<int32_t> read_ids(const std::string& path) {
   return ids;
 }
 
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+std::string quote(const std::string& arg) { return sg_test::shell_quote(arg); }
 
 // Runs tests/tokenizer_reference.py with these arguments; the test fails if it fails.
 void run_reference(const std::vector<std::string>& args) {
