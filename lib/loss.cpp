@@ -8,6 +8,13 @@ namespace {
 
 using torch::indexing::Slice;
 
+// Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
+//   loss     = sum_rows (rowmax + log s - logit[target]) / N
+//   dhidden  = (E W) / (s N)  -  W[target] / N                   (row scaling after the product)
+//   dweight += Eᵀ (hidden / (s N))  -  scatter(target, hidden / N)
+// The (n, V) buffer is written once by the first product and passes through three elementwise
+// sweeps (max, exp, sum); the per-row scalings act on (n, C) matrices, and dweight accumulates in
+// place (beta = 1) instead of through an (V, C) temporary.
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
@@ -17,29 +24,41 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(64, (int64_t{1} << 24) / vocab);  // ~64 MB of float logits
     // Softmax and sums in float32 (float64 for float64 inputs).
     const auto math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    const double inverse_rows = 1.0 / static_cast<double>(rows);
     torch::Tensor grad_hidden, grad_weight;
+    const auto weight_m = weight.to(math);
     if (need_grad) {
       grad_hidden = torch::empty_like(hidden);
-      grad_weight = torch::zeros(weight.sizes(), weight.options().dtype(math));
+      grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
     }
     auto total = torch::zeros({}, hidden.options().dtype(torch::kDouble));
-    const double inverse_rows = 1.0 / static_cast<double>(rows);
     for (int64_t begin = 0; begin < rows; begin += chunk_rows) {
       const int64_t end = std::min(rows, begin + chunk_rows);
       const auto h = hidden.index({Slice(begin, end)});
       const auto t = targets.index({Slice(begin, end)});
       auto logits = torch::matmul(h, weight.t()).to(math);  // (n, V)
-      const auto lse = torch::logsumexp(logits, -1);                  // (n)
       const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1);
-      total += (lse - picked).sum().to(torch::kDouble);
+      const auto rowmax = logits.amax(1, /*keepdim=*/true);
+      auto& e = logits.sub_(rowmax).exp_();
+      const auto sums = e.sum(1);
+      total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
       if (!need_grad) continue;
-      // d loss / d logits = (softmax - onehot) / N, built in place in the logits buffer.
-      auto& probs = logits.sub_(lse.unsqueeze(1)).exp_();
-      probs.scatter_add_(1, t.unsqueeze(1), torch::full({end - begin, 1}, -1.0, probs.options()));
-      probs.mul_(inverse_rows);
-      const auto p = probs.to(h.scalar_type());
-      grad_hidden.index_put_({Slice(begin, end)}, torch::matmul(p, weight.to(h.scalar_type())));
-      grad_weight.add_(torch::matmul(p.t(), h).to(math));
+      const auto row_scale = (sums.reciprocal() * inverse_rows).unsqueeze(1);  // 1 / (s N), (n, 1)
+      const auto h_m = h.to(math);
+      const auto e_h = e.to(h.scalar_type());
+      const auto product = torch::matmul(e_h, weight.to(h.scalar_type())).to(math);  // (n, C)
+      grad_hidden.index_put_({Slice(begin, end)},
+                             (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
+      const auto h_scaled = h_m * row_scale;
+      if (h.scalar_type() != math) {  // bf16 under CUDA autocast: the product in bf16, as autocast would
+        const auto part = torch::matmul(e_h.t(), h_scaled.to(h.scalar_type())).to(math);
+        if (begin == 0) grad_weight.copy_(part); else grad_weight.add_(part);
+      } else if (begin == 0) {
+        torch::mm_out(grad_weight, e.t(), h_scaled);
+      } else {
+        grad_weight.addmm_(e.t(), h_scaled);
+      }
+      grad_weight.index_add_(0, t, h_m, -inverse_rows);
     }
     if (need_grad) ctx->save_for_backward({grad_hidden, grad_weight.to(weight.scalar_type())});
     return (total * inverse_rows).to(math);
@@ -48,7 +67,9 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto scale = grads[0];
+    const auto& scale = grads[0];
+    // The usual case, loss.backward() with one micro-batch a step: no (V, C) multiply by one.
+    if (scale.device().is_cpu() && scale.item<double>() == 1.0) return {saved[0], saved[1], torch::Tensor(), torch::Tensor()};
     return {saved[0] * scale.to(saved[0].scalar_type()), saved[1] * scale.to(saved[1].scalar_type()),
             torch::Tensor(), torch::Tensor()};
   }

@@ -34,7 +34,10 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, KVCache* cache) {
 
 GPTImpl::GPTImpl(const ModelConfig& config) : config_(config) {
   config.validate();
-  wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
+  // Sparse lookup gradient: the tied head already gives wte a dense (V, C) gradient, to which
+  // autograd then adds the few looked-up rows in place, instead of adding a second dense (V, C)
+  // tensor that is zero outside those rows.
+  wte = register_module("wte", torch::nn::Embedding(torch::nn::EmbeddingOptions(config.vocab_size, config.n_embd).sparse(true)));
   wpe = register_module("wpe", torch::nn::Embedding(config.block_size, config.n_embd));
   {
     torch::NoGradGuard no_grad;

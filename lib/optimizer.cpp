@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include "lib/attention.h"
 
@@ -42,7 +44,53 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& mod
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   param_groups.emplace_back(groups.decay, options(train.weight_decay));
   param_groups.emplace_back(groups.no_decay, options(0.0));
-  return std::make_unique<torch::optim::AdamW>(param_groups, torch::optim::AdamWOptions(train.lr_peak));
+  return std::make_unique<FusedAdamW>(param_groups, torch::optim::AdamWOptions(train.lr_peak));
+}
+
+torch::Tensor FusedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    if (options.amsgrad()) throw std::logic_error("FusedAdamW: amsgrad is not used by sinkgate");
+    // One fused call per (device, dtype): the kernel wants homogeneous lists.
+    std::map<std::pair<std::string, int>, std::vector<size_t>> buckets;
+    for (size_t i = 0; i < group.params().size(); ++i) {
+      const auto& p = group.params()[i];
+      if (!p.grad().defined()) continue;
+      buckets[{p.device().str(), static_cast<int>(p.scalar_type())}].push_back(i);
+    }
+    for (const auto& bucket : buckets) {
+      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+      for (size_t i : bucket.second) {
+        auto& p = group.params()[i];
+        auto& slot = state()[p.unsafeGetTensorImpl()];
+        if (!slot) {
+          auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+          fresh->step(0);
+          fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          slot = std::move(fresh);
+        }
+        auto& s = static_cast<torch::optim::AdamWParamState&>(*slot);
+        s.step(s.step() + 1);
+        params.push_back(p);
+        grads.push_back(p.grad().is_sparse() ? p.grad().to_dense() : p.grad());  // a lookup-only gradient
+        exp_avgs.push_back(s.exp_avg());
+        exp_avg_sqs.push_back(s.exp_avg_sq());
+        // The kernel reads the (already incremented) step count from a float tensor on the device.
+        steps.push_back(torch::full({}, static_cast<double>(s.step()), p.options().dtype(torch::kFloat)));
+      }
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, options.lr(),
+                        std::get<0>(options.betas()), std::get<1>(options.betas()), options.weight_decay(),
+                        options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    }
+  }
+  return loss;
 }
 
 double learning_rate(const TrainConfig& train, int64_t step) {

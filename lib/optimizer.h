@@ -19,6 +19,16 @@ struct ParameterGroups {
 
 ParameterGroups parameter_groups(const torch::nn::Module& model);
 
+/// LibTorch's AdamW with its state (AdamWParamState, which run files save) updated by ATen's
+/// fused kernel: one sweep over parameter, gradient and both moments per tensor instead of the
+/// dozen tensor operations (and temporaries) of the unfused step. The same update rule:
+/// p -= lr (wd p + m_hat / (sqrt(v_hat) + eps)), with bias-corrected moments.
+class FusedAdamW : public torch::optim::AdamW {
+ public:
+  using torch::optim::AdamW::AdamW;
+  torch::Tensor step(LossClosure closure = nullptr) override;
+};
+
 /// AdamW(beta1, beta2), weight decay on the decay group only, learning rate set per step by
 /// learning_rate().
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train);

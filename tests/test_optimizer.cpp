@@ -88,3 +88,50 @@ TEST_CASE("learning rate: linear warm-up to 6e-4, cosine to 6e-5 at the final it
   for (int64_t step = 201; step < 6000; step += 97)
     CHECK(sg::learning_rate(train, step) <= sg::learning_rate(train, step - 1));
 }
+
+TEST_CASE("the fused AdamW step follows App. A's AdamW, written out here in float64") {
+  for (auto dtype : {torch::kDouble, torch::kFloat}) {
+    INFO("dtype " << dtype);
+    const double tolerance = dtype == torch::kDouble ? 1e-13 : 1e-6;
+    torch::manual_seed(3);
+    auto decayed = torch::randn({5, 4}, dtype).requires_grad_(true);
+    auto plain = torch::randn({4}, dtype).requires_grad_(true);
+    // Copies: for float64, .to(kDouble) alone would alias the parameters the optimizer updates.
+    auto decayed_ref = decayed.detach().to(torch::kDouble).clone(), plain_ref = plain.detach().to(torch::kDouble).clone();
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    auto options = [](double decay) {
+      auto o = std::make_unique<torch::optim::AdamWOptions>(1e-2);
+      o->betas({0.9, 0.95}).eps(1e-8).weight_decay(decay);
+      return o;
+    };
+    groups.emplace_back(std::vector<torch::Tensor>{decayed}, options(0.1));
+    groups.emplace_back(std::vector<torch::Tensor>{plain}, options(0.0));
+    sg::FusedAdamW optimizer(groups, torch::optim::AdamWOptions(1e-2));
+    std::vector<torch::Tensor> m(2), v(2);
+    for (auto& t : m) t = torch::zeros({}, torch::kDouble);
+    for (auto& t : v) t = torch::zeros({}, torch::kDouble);
+    for (int step = 1; step <= 6; ++step) {
+      const double lr = 1e-2 / step;  // the schedule changes the rate between steps
+      sg::set_learning_rate(optimizer, lr);
+      const auto g0 = torch::randn({5, 4}, torch::kDouble), g1 = torch::randn({4}, torch::kDouble);
+      decayed.mutable_grad() = g0.to(dtype);
+      plain.mutable_grad() = g1.to(dtype);
+      optimizer.step();
+      auto reference = [&](torch::Tensor& p, const torch::Tensor& g, int i, double decay) {
+        m[i] = 0.9 * m[i] + 0.1 * g;
+        v[i] = 0.95 * v[i] + 0.05 * g * g;
+        const double c1 = 1 - std::pow(0.9, step), c2 = 1 - std::pow(0.95, step);
+        p = p * (1 - lr * decay) - lr * (m[i] / c1) / ((v[i] / c2).sqrt() + 1e-8);
+      };
+      reference(decayed_ref, g0, 0, 0.1);
+      reference(plain_ref, g1, 1, 0.0);
+      CHECK((decayed.detach().to(torch::kDouble) - decayed_ref).abs().max().item<double>() < tolerance);
+      CHECK((plain.detach().to(torch::kDouble) - plain_ref).abs().max().item<double>() < tolerance);
+    }
+    // The state is LibTorch's AdamWParamState, as run files save it.
+    auto& state = static_cast<torch::optim::AdamWParamState&>(*optimizer.state().at(decayed.unsafeGetTensorImpl()));
+    CHECK(state.step() == 6);
+    CHECK((state.exp_avg().to(torch::kDouble) - m[0]).abs().max().item<double>() < tolerance);
+    CHECK((state.exp_avg_sq().to(torch::kDouble) - v[0]).abs().max().item<double>() < tolerance);
+  }
+}
