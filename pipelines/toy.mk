@@ -5,7 +5,7 @@
 # × 3 seeds = 120 training runs. Each (condition, load) is one sg-toy process that trains all arms
 # and seeds of that cell side by side on one core; make -j2 runs two cells at a time.
 #
-#   make -f pipelines/toy.mk -j2 fig3            # runs/toy/fig3.png (about 10 minutes on 2 idle cores)
+#   make -f pipelines/toy.mk -j2 fig3            # runs/toy/fig3.png (8 minutes on 2 idle cores)
 #   make -f pipelines/toy.mk -j2 fig3 TOY_FLAGS='--steps 500'   # a quick look
 #
 # Outputs, in $(TOY_DIR):
