@@ -27,6 +27,7 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const double inverse_rows = 1.0 / static_cast<double>(rows);
     torch::Tensor grad_hidden, grad_weight;
     const auto weight_m = weight.to(math);
+    const auto weight_h = weight.to(hidden.scalar_type());  // cast once, not per chunk (bf16 under autocast)
     if (need_grad) {
       grad_hidden = torch::empty_like(hidden);
       grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
@@ -46,7 +47,7 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       const auto row_scale = (sums.reciprocal() * inverse_rows).unsqueeze(1);  // 1 / (s N), (n, 1)
       const auto h_m = h.to(math);
       const auto e_h = e.to(h.scalar_type());
-      const auto product = torch::matmul(e_h, weight.to(h.scalar_type())).to(math);  // (n, C)
+      const auto product = torch::matmul(e_h, weight_h).to(math);  // (n, C)
       grad_hidden.index_put_({Slice(begin, end)},
                              (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
       const auto h_scaled = h_m * row_scale;

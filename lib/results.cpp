@@ -14,13 +14,14 @@
 #include "lib/h5.h"
 
 namespace sg {
-namespace {
 
-std::string joined(const std::vector<std::string>& items, const std::string& separator = ", ") {
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
   return out;
 }
+
+namespace {
 
 std::string trim(const std::string& text) {
   const auto begin = text.find_first_not_of(" \t\r\n");
@@ -241,7 +242,7 @@ bool ResultTable::has(const std::string& name) const {
 const Column& ResultTable::column(const std::string& name) const {
   for (const auto& c : columns_)
     if (c.name == name) return c;
-  throw UsageError("no column '" + name + "' in the table", "its columns: " + joined(names()));
+  throw UsageError("no column '" + name + "' in the table", "its columns: " + join(names(), ", "));
 }
 
 Column& ResultTable::column(const std::string& name) {
@@ -336,8 +337,8 @@ void ResultTable::append(const ResultTable& other, const std::string& source) {
     if (!has(c.name)) extra.push_back(c.name);
   if (!missing.empty() || !extra.empty())
     throw InputError(where + ": its columns differ from the first input's" +
-                         (missing.empty() ? "" : "; missing: " + joined(missing)) +
-                         (extra.empty() ? "" : "; extra: " + joined(extra)),
+                         (missing.empty() ? "" : "; missing: " + join(missing, ", ")) +
+                         (extra.empty() ? "" : "; extra: " + join(extra, ", ")),
                      "tables concatenate only when they have the same columns");
   for (const auto& c : columns_) {
     const auto& o = other.column(c.name);
@@ -397,7 +398,7 @@ ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>
                        "first or end the options with --");
     const auto name = spec.substr(0, equals);
     if (!out.has(name))
-      throw UsageError("no column '" + name + "' (--where) in the table", "its columns: " + joined(out.names()));
+      throw UsageError("no column '" + name + "' (--where) in the table", "its columns: " + join(out.names(), ", "));
     out = out.where(name, split_list(spec.substr(equals + 1)));
   }
   return out;
@@ -447,7 +448,7 @@ ResultTable read_csv(std::istream& in, const std::string& name, const CsvOptions
   }
   for (const auto& key : csv.keys)
     if (std::find(header.begin(), header.end(), key) == header.end())
-      throw UsageError("no column '" + key + "' in " + name + " (named by --keys)", "its columns: " + joined(header));
+      throw UsageError("no column '" + key + "' in " + name + " (named by --keys)", "its columns: " + join(header, ", "));
 
   ResultTable table;
   for (size_t i = 0; i < header.size(); ++i) {
@@ -503,7 +504,7 @@ void write_csv(std::ostream& out, const ResultTable& table) {
     roles.push_back(to_string(c.role));
     types.push_back(to_string(c.type));
   }
-  out << joined(roles, ",") << "\n" << joined(types, ",") << "\n";
+  out << join(roles, ",") << "\n" << join(types, ",") << "\n";
   write_record(out, table.names());
   for (size_t r = 0; r < table.rows(); ++r) {
     std::vector<std::string> fields;

@@ -12,12 +12,6 @@
 namespace sg {
 namespace {
 
-std::string joined(const std::vector<std::string>& items, const std::string& separator = ",") {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
-}
-
 /// The rows of one group: per arm, per seed (as text), the value.
 struct Group {
   size_t first_row = 0;
@@ -38,7 +32,7 @@ struct Grouping {
 Grouping group_rows(const ResultTable& input, const std::string& pair, const std::string& by, const std::string& value) {
   for (const auto& name : {pair, by, value})
     if (!input.has(name))
-      throw UsageError("no column '" + name + "' in the input", "its columns: " + joined(input.names(), ", "));
+      throw UsageError("no column '" + name + "' in the input", "its columns: " + join(input.names(), ", "));
   const auto& pair_column = input.column(pair);
   const auto& by_column = input.column(by);
   const auto& value_column = input.column(value);
@@ -133,12 +127,12 @@ Term paired_term(const Group& group, const std::vector<std::string>& arms,
     std::string detail;
     for (const auto& arm : arms)
       detail += std::string(detail.empty() ? "" : "; ") + arm + ": " + pair + " " +
-                joined(seeds_of(group, arm, grouping.numeric_seeds));
+                join(seeds_of(group, arm, grouping.numeric_seeds), ",");
     throw InputError(group.label + ": " + what + ": no " + pair + " in common (" + detail + ")",
                      "a paired comparison needs runs of every arm with the same " + pair);
   }
   if (!term.unpaired.empty())
-    warnings.push_back(group.label + ": " + what + ": " + pair + " " + joined(term.unpaired) +
+    warnings.push_back(group.label + ": " + what + ": " + pair + " " + join(term.unpaired, ",") +
                        " left out (not present for every arm compared)");
   std::vector<double> per_seed;
   for (const auto& seed : term.seeds) {
@@ -155,7 +149,7 @@ void require_arm_somewhere(const Grouping& grouping, const std::string& arm, con
   if (grouping.arms.count(arm)) return;
   throw UsageError("no arm '" + arm + "' (" + option + ") in column '" + by + "'",
                    "arms in the input: " +
-                       joined(std::vector<std::string>(grouping.arms.begin(), grouping.arms.end()), ", "));
+                       join(std::vector<std::string>(grouping.arms.begin(), grouping.arms.end()), ", "));
 }
 
 void require_arm_in_group(const Group& group, const std::string& arm, const std::string& role) {
@@ -174,7 +168,7 @@ ResultTable group_columns(const ResultTable& input, const Grouping& grouping, co
   for (const auto& key : grouping.keys) {
     if (std::find(reserved.begin(), reserved.end(), key) != reserved.end())
       throw UsageError("the input's key column '" + key + "' has the name of an output column",
-                       "rename it in the input (the output adds: " + joined(reserved, ", ") + ")");
+                       "rename it in the input (the output adds: " + join(reserved, ", ") + ")");
     out.add_column(taken.column(key));
   }
   return out;
@@ -189,8 +183,8 @@ void add_term_columns(ResultTable& out, const std::vector<Term>& terms) {
     mean.push_back(t.stats.mean);
     se.push_back(t.stats.se);
     n.push_back(t.stats.n);
-    seeds.push_back(joined(t.seeds));
-    unpaired.push_back(joined(t.unpaired));
+    seeds.push_back(join(t.seeds, ","));
+    unpaired.push_back(join(t.unpaired, ","));
   }
   out.add_value("mean", mean);
   out.add_value("se", se);

@@ -19,12 +19,6 @@
 namespace sg {
 namespace {
 
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
-}
-
 bool is_text_format(Format f) { return f == Format::markdown || f == Format::latex; }
 
 std::string fixed(double value, int decimals) {
@@ -179,7 +173,7 @@ std::vector<std::string> tuple_of(const ResultTable& table, const std::vector<st
 void require_columns(const ResultTable& table, const std::vector<std::string>& columns, const std::string& option) {
   for (const auto& c : columns)
     if (!table.has(c))
-      throw UsageError("no column '" + c + "' (" + option + ") in the table", "its columns: " + joined(table.names(), ", "));
+      throw UsageError("no column '" + c + "' (" + option + ") in the table", "its columns: " + join(table.names(), ", "));
 }
 
 Pivot make_pivot(const ResultTable& table, const TabulateOptions& options, const Style& style) {
@@ -226,7 +220,7 @@ Pivot make_pivot(const ResultTable& table, const TabulateOptions& options, const
       for (const auto& name : options.cols) where += (where.empty() ? "" : ", ") + name + "=" + table.column(name).text(r);
       throw UsageError("two rows fall into the cell " + where +
                            (differ.empty() ? " (they have equal keys: an input given twice?)"
-                                           : "; they differ in " + joined(differ, ", ")),
+                                           : "; they differ in " + join(differ, ", ")),
                        "add those columns to --rows/--cols, or keep one value with --where COLUMN=VALUE");
     }
     slot = r;
@@ -249,7 +243,7 @@ std::string cell_column(const ResultTable& table, const TabulateOptions& options
     if (c.role == Role::value && c.numeric()) numeric.push_back(c.name);
   if (numeric.size() == 1) return numeric.front();
   throw UsageError("which value goes in the cells? name it with --cell",
-                   numeric.empty() ? "the table has no numeric value column" : "candidates: " + joined(numeric, ", "));
+                   numeric.empty() ? "the table has no numeric value column" : "candidates: " + join(numeric, ", "));
 }
 
 std::string se_column(const ResultTable& table, const TabulateOptions& options, const std::string& cell) {
@@ -259,12 +253,12 @@ std::string se_column(const ResultTable& table, const TabulateOptions& options, 
 }
 
 std::string section_title(const TabulateOptions& options, const Style& style, const std::vector<std::string>& section) {
-  const auto id = joined(section, ",");
+  const auto id = join(section, ",");
   for (const auto& [key, text] : options.section_labels)
     if (key == id) return text;
   std::vector<std::string> parts;
   for (size_t i = 0; i < section.size(); ++i) parts.push_back(style.label(options.sections[i], section[i]));
-  return joined(parts, ", ");
+  return join(parts, ", ");
 }
 
 std::string render_pivot(const ResultTable& table, const TabulateOptions& options) {
@@ -286,7 +280,7 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
   for (const auto& tuple : pivot.cols) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < tuple.size(); ++i) parts.push_back(style.label(options.cols[i], tuple[i]));
-    col_headers.push_back(joined(parts, " "));
+    col_headers.push_back(join(parts, " "));
   }
   auto row_mean = [&](const PrintedRow& row) {
     double sum = 0;
@@ -323,10 +317,10 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
     }
     if (tsv) {
       for (auto& h : header) h = escape_tsv(h);
-      out << "# " << joined(header, "\t") << "\n";
+      out << "# " << join(header, "\t") << "\n";
       for (auto& fields : lines) {
         for (auto& f : fields) f = escape_tsv(f);
-        out << joined(fields, "\t") << "\n";
+        out << join(fields, "\t") << "\n";
       }
     } else {
       auto quote = [](const std::string& f) {
@@ -336,10 +330,10 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
         return q + "\"";
       };
       for (auto& h : header) h = quote(h);
-      out << joined(header, ",") << "\n";
+      out << join(header, ",") << "\n";
       for (auto& fields : lines) {
         for (auto& f : fields) f = quote(f);
-        out << joined(fields, ",") << "\n";
+        out << join(fields, ",") << "\n";
       }
     }
     return out.str();
@@ -365,7 +359,7 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
 
   std::vector<std::string> lines;
   auto emit = [&](const std::vector<std::string>& fields) {
-    lines.push_back(latex ? joined(fields, " & ") + " \\\\" : "| " + joined(fields, " | ") + " |");
+    lines.push_back(latex ? join(fields, " & ") + " \\\\" : "| " + join(fields, " | ") + " |");
   };
   if (latex) {
     lines.push_back("\\begin{tabular}{" + std::string(key_width, 'l') + std::string(width - key_width, 'r') + "}");
@@ -413,7 +407,7 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
     lines.push_back("\\bottomrule");
     lines.push_back("\\end{tabular}");
   }
-  return joined(lines, "\n") + "\n";
+  return join(lines, "\n") + "\n";
 }
 
 std::string render_flat(const ResultTable& input, const TabulateOptions& options) {
@@ -439,11 +433,11 @@ std::string render_flat(const ResultTable& input, const TabulateOptions& options
   if (options.format == Format::tsv) {
     std::vector<std::string> header;
     for (const auto& name : table.names()) header.push_back(escape_tsv(name));
-    out << "# " << joined(header, "\t") << "\n";
+    out << "# " << join(header, "\t") << "\n";
     for (size_t r = 0; r < table.rows(); ++r) {
       std::vector<std::string> fields;
       for (const auto& c : table.columns()) fields.push_back(c.numeric() ? style.number(c, r, false) : escape_tsv(c.text(r)));
-      out << joined(fields, "\t") << "\n";
+      out << join(fields, "\t") << "\n";
     }
     return out.str();
   }
@@ -455,7 +449,7 @@ std::string render_flat(const ResultTable& input, const TabulateOptions& options
     rule.push_back(c.numeric() ? "---:" : ":---");
   }
   auto emit = [&](const std::vector<std::string>& fields) {
-    lines.push_back(latex ? joined(fields, " & ") + " \\\\" : "| " + joined(fields, " | ") + " |");
+    lines.push_back(latex ? join(fields, " & ") + " \\\\" : "| " + join(fields, " | ") + " |");
   };
   if (latex) {
     std::string align;
@@ -478,7 +472,7 @@ std::string render_flat(const ResultTable& input, const TabulateOptions& options
     lines.push_back("\\bottomrule");
     lines.push_back("\\end{tabular}");
   }
-  return joined(lines, "\n") + "\n";
+  return join(lines, "\n") + "\n";
 }
 
 }  // namespace

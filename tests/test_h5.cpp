@@ -2,11 +2,8 @@
 // datasets read by slices, atomic writes, and the errors a reader meets on bad files.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <dirent.h>
-#include <ftw.h>
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>

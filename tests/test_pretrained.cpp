@@ -8,9 +8,6 @@
 #include <torch/torch.h>
 
 #include <dirent.h>
-#include <ftw.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>

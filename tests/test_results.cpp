@@ -1,13 +1,8 @@
 // Tests of lib/results and lib/provenance: building tables, HDF5 and CSV round trips, CSV type
 // and role inference, concatenation of mixed inputs, and the provenance block.
 #include <catch2/catch.hpp>
-#include <unistd.h>
 
 #include <cmath>
-#include <dirent.h>
-#include <ftw.h>
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -25,7 +20,6 @@ using sg::Role;
 namespace {
 
 using sg_test::Scratch;
-
 
 sg::ResultTable sample() {
   sg::ResultTable t;

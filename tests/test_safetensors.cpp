@@ -6,10 +6,6 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <ftw.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

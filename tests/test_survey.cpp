@@ -7,10 +7,6 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <ftw.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

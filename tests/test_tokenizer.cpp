@@ -2,8 +2,6 @@
 // run by tests/tokenizer_reference.py on the same bytes; nothing is compared with our own output.
 #include <catch2/catch.hpp>
 
-#include <ftw.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
