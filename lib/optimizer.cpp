@@ -34,7 +34,7 @@ ParameterGroups parameter_groups(const torch::nn::Module& model) {
   return groups;
 }
 
-std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train) {
+std::unique_ptr<FusedAdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train) {
   auto groups = parameter_groups(model);
   auto options = [&](double decay) {
     auto o = std::make_unique<torch::optim::AdamWOptions>(train.lr_peak);
@@ -48,12 +48,30 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& mod
 }
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
-  torch::NoGradGuard no_grad;
   torch::Tensor loss;
   if (closure) {
     torch::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  fused_step(std::nullopt);
+  return loss;
+}
+
+torch::Tensor FusedAdamW::clip_and_step(double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;  // clip_grad_norm_'s: the norm of the per-tensor norms
+  for (const auto& group : param_groups())
+    for (const auto& p : group.params())
+      if (p.grad().defined()) norms.push_back(p.grad().norm(2).to(torch::kFloat));
+  if (norms.empty()) return torch::zeros({});
+  const auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  // grad / divisor = grad * min(1, max_norm / (total + 1e-6)); a divisor of exactly 1 leaves it exact.
+  fused_step((total + 1e-6).div(max_norm).clamp_min(1.0));
+  return total;
+}
+
+void FusedAdamW::fused_step(const std::optional<torch::Tensor>& grad_divisor) {
+  torch::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
     if (options.amsgrad()) throw std::logic_error("FusedAdamW: amsgrad is not used by sinkgate");
@@ -85,12 +103,13 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         // The kernel reads the (already incremented) step count from a float tensor on the device.
         steps.push_back(torch::full({}, static_cast<double>(s.step()), p.options().dtype(torch::kFloat)));
       }
+      std::optional<torch::Tensor> divisor;  // the kernel divides every gradient by it
+      if (grad_divisor) divisor = grad_divisor->to(params.front().device());
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, options.lr(),
                         std::get<0>(options.betas()), std::get<1>(options.betas()), options.weight_decay(),
-                        options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                        options.eps(), /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/divisor);
     }
   }
-  return loss;
 }
 
 double learning_rate(const TrainConfig& train, int64_t step) {

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,20 @@ class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
+
+  /// clip_grad_norm_(parameters, max_norm) followed by step(), with the clipping factor
+  /// min(1, max_norm / (norm + 1e-6)) applied inside the fused kernel (which writes the clipped
+  /// gradients back) instead of by a separate pass over every gradient. Returns the global
+  /// gradient norm before clipping, as a tensor on the parameters' device (no synchronisation).
+  torch::Tensor clip_and_step(double max_norm);
+
+ private:
+  void fused_step(const std::optional<torch::Tensor>& grad_divisor);
 };
 
 /// AdamW(beta1, beta2), weight decay on the decay group only, learning rate set per step by
 /// learning_rate().
-std::unique_ptr<torch::optim::AdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train);
+std::unique_ptr<FusedAdamW> make_optimizer(const torch::nn::Module& model, const TrainConfig& train);
 
 /// Learning rate at 0-based optimizer step `step`: linear warm-up to lr_peak over `warmup`
 /// steps, then cosine decay reaching lr_min exactly at the final step (iterations - 1).

@@ -114,8 +114,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
       throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
                              " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",
                          "lower lr_peak or raise warmup");
-    torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip);
-    optimizer->step();
+    optimizer->clip_and_step(t.grad_clip);
     if (options.device.is_cuda()) torch::cuda::synchronize();
     const double step_seconds = seconds_since(step_start);
     ++state.step;

@@ -135,3 +135,45 @@ TEST_CASE("the fused AdamW step follows App. A's AdamW, written out here in floa
     CHECK((state.exp_avg_sq().to(torch::kDouble) - v[0]).abs().max().item<double>() < tolerance);
   }
 }
+
+TEST_CASE("clip_and_step equals LibTorch's clip_grad_norm_ followed by step") {
+  for (double grad_size : {0.01, 10.0}) {  // below the clipping norm (factor exactly 1) and above it
+    INFO("gradient size " << grad_size);
+    torch::manual_seed(4);
+    auto options = [](double decay) {
+      auto o = std::make_unique<torch::optim::AdamWOptions>(1e-2);
+      o->betas({0.9, 0.95}).eps(1e-8).weight_decay(decay);
+      return o;
+    };
+    std::vector<torch::Tensor> fused_params, ref_params;
+    for (auto shape : {std::vector<int64_t>{6, 3}, std::vector<int64_t>{5}}) {
+      const auto init = torch::randn(shape, torch::kDouble);
+      fused_params.push_back(init.clone().requires_grad_(true));
+      ref_params.push_back(init.clone().requires_grad_(true));
+    }
+    auto make = [&](std::vector<torch::Tensor>& params) {
+      std::vector<torch::optim::OptimizerParamGroup> groups;
+      groups.emplace_back(std::vector<torch::Tensor>{params[0]}, options(0.1));
+      groups.emplace_back(std::vector<torch::Tensor>{params[1]}, options(0.0));
+      return sg::FusedAdamW(groups, torch::optim::AdamWOptions(1e-2));
+    };
+    auto fused = make(fused_params), reference = make(ref_params);
+    for (int step = 0; step < 4; ++step) {
+      for (size_t i = 0; i < fused_params.size(); ++i) {
+        const auto g = torch::randn(fused_params[i].sizes(), torch::kDouble) * grad_size;
+        fused_params[i].mutable_grad() = g.clone();
+        ref_params[i].mutable_grad() = g.clone();
+      }
+      const double norm = fused.clip_and_step(1.0).item<double>();
+      const double norm_ref = torch::nn::utils::clip_grad_norm_(ref_params, 1.0);
+      reference.step();
+      CHECK(norm == Approx(norm_ref).epsilon(1e-6));
+      // The kernel takes the clipping factor as a float32 scalar: a relative 6e-8 on the gradients.
+      for (size_t i = 0; i < fused_params.size(); ++i) {
+        CHECK((fused_params[i] - ref_params[i]).abs().max().item<double>() < 1e-8);
+        const auto& g = ref_params[i].grad();  // clipped
+        CHECK((fused_params[i].grad() - g).abs().max().item<double>() < 2e-7 * g.abs().max().item<double>());
+      }
+    }
+  }
+}

@@ -1,0 +1,49 @@
+// cpu_kernels.h — the CPU float32 fast paths of the loss: a packed right-hand GEMM operand (MKL's
+// packed-GEMM API, found at run time in the torch library) and an AVX-512 row kernel for the
+// shifted exponentials of a softmax. Each says whether it can run here; callers keep a portable
+// path (torch::mm, ATen's elementwise operations) for when it cannot.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace sg {
+
+/// Turns the fast paths below on or off for this process, so that the portable paths can be run
+/// and compared on a machine that has both. On by default; SG_CPU_KERNELS=0 in the environment
+/// starts the process with them off.
+void enable_cpu_kernels(bool enabled);
+
+/// A right-hand GEMM operand op(B) (k × n, row-major storage) packed once and multiplied by many
+/// left-hand matrices: c (m × n) = a (m × k) · op(B), float32, row-major, on torch's threads.
+/// Packing is done by MKL's cblas_sgemm_pack, looked up in the loaded torch library; where that
+/// is absent (a torch without MKL) available() is false and construction throws std::logic_error.
+class PackedRightOperand {
+ public:
+  /// Whether MKL's packed-GEMM functions are present in this process.
+  static bool available();
+
+  /// b: row-major (k × n), or (n × k) read transposed when `transposed`, leading dimension ldb.
+  /// max_rows: the largest m that multiply() will be given.
+  PackedRightOperand(const float* b, int64_t ldb, bool transposed, int64_t max_rows, int64_t n, int64_t k);
+
+  /// c (m × n, leading dimension ldc) = a (m × k, leading dimension lda) · op(B); m <= max_rows.
+  void multiply(const float* a, int64_t lda, int64_t m, float* c, int64_t ldc) const;
+
+ private:
+  torch::Tensor packed_;  // MKL's opaque packed form
+  int64_t max_rows_, n_, k_;
+};
+
+/// Whether exp_shifted_rows runs here (the CPU has AVX-512F).
+bool has_exp_shifted_rows();
+
+/// For each row r of x (rows × n, row stride `stride`, float32), in place:
+///   rowmax[r] = max_j x[r, j];  x[r, j] = exp(x[r, j] - rowmax[r]);  sums[r] = sum_j x[r, j]
+/// Each row is read twice, the second time from cache; the exponential is accurate to about
+/// 2 ulp of float32 (Cephes' polynomial), results below exp(-103) are 0; sums are accumulated in
+/// float over blocks of 2,048 and in double across blocks. Rows are split over torch's threads.
+/// Only where has_exp_shifted_rows(); throws std::logic_error elsewhere.
+void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums);
+
+}  // namespace sg
