@@ -317,6 +317,7 @@ def main():
                        "cpu_fraction_of_core_peak": (tokens_per_step * flops_token / statistics.median(cpu_runs[label])
                                                      / core_peak) if args.cpu_time else None,
                        "per_round_seconds": per_round, "steps_seconds": runs[label],
+                       "per_round_cpu_seconds": cpu_runs[label] if args.cpu_time else None,
                        "load_average": statistics.median(loads[label]),
                        "fraction_of_peak": tokens_per_step / step * flops_token / peak}
     baseline = rows["sg-train baseline"]
@@ -353,8 +354,9 @@ def main():
               "CPU second against one core's torch.mm peak per CPU second")
 
     summary = {}
-    metrics = [("seconds_per_step", "wall clock")] + ([("cpu_seconds_per_step", "CPU time")] if args.cpu_time else [])
-    for key, name in metrics:
+    metrics = [("seconds_per_step", "wall clock", "per_round_seconds")] + (
+        [("cpu_seconds_per_step", "CPU time", "per_round_cpu_seconds")] if args.cpu_time else [])
+    for key, name, rounds_key in metrics:
         sg_labels = [label for label in rows if label.startswith("sg-train")]
         slowest = max(sg_labels, key=lambda label: rows[label][key])
         summary[key] = {"slowest_arm": slowest, "slowest_arm_overhead": rows[slowest][key] / baseline[key] - 1}
@@ -365,10 +367,17 @@ def main():
                 "speedup_vs_eager_default": rows["eager default"][key] / baseline[key],
                 "speedup_vs_eager_tuned": rows[best][key] / baseline[key], "eager_tuned_best": best,
                 "eager_default_slowdown": rows["eager default"][key] / rows[best][key]})
+            # Paired by round: both measured minutes apart, so a slow spell of a shared host
+            # touches both sides of each ratio.
+            paired = [e / b for e, b in zip(rows[best][rounds_key], baseline[rounds_key])]
+            summary[key].update({"paired_speedups_vs_eager_tuned": paired,
+                                 "paired_speedup_vs_eager_tuned": statistics.median(paired)})
             figures = summary[key]
             say(f"{name}: sg-train baseline is {figures['speedup_vs_eager_default']:.2f}x eager default, "
                   f"{figures['speedup_vs_eager_tuned']:.2f}x the best eager ({best}; target >= 1.10x); "
                   f"eager default is {figures['eager_default_slowdown']:.2f}x slower than tuned")
+            say(f"{name}: round by round, best eager / sg-train baseline = "
+                  f"{', '.join(f'{r:.2f}' for r in paired)}; median {statistics.median(paired):.2f}x")
         say(f"{name}: slowest arm {slowest} at {100 * summary[key]['slowest_arm_overhead']:+.1f}% vs baseline "
               f"(target <= +5%)")
     if args.json:
