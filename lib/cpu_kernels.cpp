@@ -61,7 +61,8 @@ int as_int(int64_t value) {
 // exp(v - shift) for v <= shift: 2^k p(r), v - shift = k ln2 + r, |r| <= ln2 / 2, ln2 in two
 // parts and Cephes' expf polynomial; scalef gives 2^k exactly, down to zero for k < -149.
 __attribute__((target("avx512f"), always_inline)) inline __m512 exp_shifted(__m512 v, __m512 shift) {
-  const __m512 t = _mm512_max_ps(_mm512_sub_ps(v, shift), _mm512_set1_ps(-103.0f));
+  // max returns its second operand when either is NaN: a NaN logit stays NaN (and so does the sum).
+  const __m512 t = _mm512_max_ps(_mm512_set1_ps(-103.0f), _mm512_sub_ps(v, shift));
   const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), t);

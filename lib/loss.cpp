@@ -26,8 +26,11 @@ double cpu_float_chunks(const torch::Tensor& hidden, const torch::Tensor& weight
   const float* h_data = h_all.data_ptr<float>();
   const float* w_data = w.data_ptr<float>();
   const int64_t* t_data = t_all.data_ptr<int64_t>();
+  for (int64_t r = 0; r < rows; ++r)  // the logits are indexed directly below
+    TORCH_CHECK(t_data[r] >= 0 && t_data[r] < vocab, "linear_cross_entropy: target ", t_data[r], " at row ", r,
+                " is outside the vocabulary [0, ", vocab, ")");
   std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
-  if (PackedRightOperand::available()) {
+  if (PackedRightOperand::available() && rows > 0) {
     times_weight_t.emplace(w_data, width, /*transposed=*/true, chunk_rows, vocab, width);
     if (need_grad) times_weight.emplace(w_data, width, /*transposed=*/false, chunk_rows, width, vocab);
   }

@@ -45,6 +45,24 @@ TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64") {
   }
 }
 
+TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN; other rows are untouched") {
+  if (!sg::has_exp_shifted_rows()) {
+    WARN("no AVX-512F on this CPU: exp_shifted_rows not tested");
+    return;
+  }
+  const int64_t n = 300;
+  for (int64_t at : {int64_t{0}, int64_t{17}, int64_t{64}, n - 1}) {  // main loop and tail
+    INFO("NaN at " << at);
+    auto x = torch::randn({2, n});
+    x.index_put_({0, at}, std::nan(""));
+    std::vector<float> rowmax(2);
+    std::vector<double> sums(2);
+    sg::exp_shifted_rows(x.data_ptr<float>(), 2, n, n, rowmax.data(), sums.data());
+    CHECK(std::isnan(sums[0]));
+    CHECK(std::isfinite(sums[1]));
+  }
+}
+
 TEST_CASE("PackedRightOperand: a (m x k) times op(B) against float64, both orientations, m <= max_rows") {
   if (!sg::PackedRightOperand::available()) {
     WARN("no MKL packed GEMM in this torch: PackedRightOperand not tested (the loss uses torch::mm)");

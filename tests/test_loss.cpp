@@ -76,4 +76,9 @@ TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallbac
     }
   }
   sg::enable_cpu_kernels(true);
+  // A target outside the vocabulary is an error, not a read past the logits.
+  torch::NoGradGuard no_grad;
+  const auto h = torch::randn({4, 8}), w = torch::randn({10, 8});
+  CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, 2, 10, 3}, torch::kLong)));
+  CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, -1, 0, 3}, torch::kLong)));
 }
