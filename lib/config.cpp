@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/error.h"
+#include "lib/text.h"
 
 namespace sg {
 namespace {
@@ -149,12 +150,6 @@ const std::vector<Field>& fields() {
 #undef SG_INT_FIELD
 #undef SG_DOUBLE_FIELD
 
-std::string trim(const std::string& text) {
-  const auto begin = text.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  const auto end = text.find_last_not_of(" \t\r");
-  return text.substr(begin, end - begin + 1);
-}
 
 }  // namespace
 

@@ -130,9 +130,6 @@ void write_table(const std::string& path, const ResultTable& table, const Proven
 /// their shortest exact form, missing as an empty cell.
 void write_csv(std::ostream& out, const ResultTable& table);
 
-/// The items with `separator` between them (seed lists, column names in messages, CSV rows).
-std::string join(const std::vector<std::string>& items, const std::string& separator);
-
 /// The shortest decimal text that reads back as exactly `value` ("nan", "inf", "-inf" too).
 std::string format_exact(double value);
 

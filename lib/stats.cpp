@@ -8,6 +8,7 @@
 #include <set>
 
 #include "lib/error.h"
+#include "lib/text.h"
 
 namespace sg {
 namespace {

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "lib/error.h"
+#include "lib/text.h"
 #include "lib/h5.h"
 
 namespace sg {
