@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-train", "Train one model (tier, arm, seed) on a token file; writes a run file.");
   parser.option("--tokens", options.tokens, "token file from sg-tokenize", /*required=*/true);
+  parser.footer("Environment: SG_CPU_KERNELS=0 turns off the CPU fast paths of the float32 loss (MKL's packed GEMM, "
+                "the AVX-512 softmax rows); the same arithmetic then runs through torch::mm and ATen.");
   parser.option("--tier", options.tier, "tier preset: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
   parser.option("--arm", options.arm, "arm: one of the nine of Table 4, or ZERO+FILTER");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kSeed | sg::cli::kDevice |

@@ -69,6 +69,7 @@ void Parser::flag(const std::string& names, bool& value, const std::string& help
 void Parser::choices(const std::vector<std::string>& allowed) {
   if (last_) as_option(last_)->check(CLI::IsMember(allowed));
 }
+void Parser::footer(const std::string& text) { app_->footer(text); }
 
 bool Parser::parse(int argc, char** argv) {
   command_line_.clear();

@@ -54,6 +54,8 @@ class Parser {
   void flag(const std::string& names, bool& value, const std::string& help);
   /// Restricts the last registered option to these values.
   void choices(const std::vector<std::string>& allowed);
+  /// Text shown after the options in --help (environment variables, notes).
+  void footer(const std::string& text);
 
   const std::string& tool() const { return tool_; }
   /// The command line as given (provenance).
