@@ -150,7 +150,6 @@ const std::vector<Field>& fields() {
 #undef SG_INT_FIELD
 #undef SG_DOUBLE_FIELD
 
-
 }  // namespace
 
 void ModelConfig::validate() const {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "lib/error.h"
@@ -32,6 +33,28 @@ sg::toy::TaskConfig small_task(Routing routing = Routing::blind, int64_t load = 
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+/// One task and one batch of `sequences` per seed (batch generator stream `stream`), and their
+/// stacks as ToyModel::forward takes them.
+struct SeededInputs {
+  std::vector<sg::toy::Task> tasks;
+  std::vector<sg::toy::Batch> batches;
+  sg::toy::StackedBatch stacked;
+  torch::Tensor features, key_sources;
+};
+
+SeededInputs seeded_inputs(const sg::toy::TaskConfig& config, const std::vector<int64_t>& seeds, uint64_t stream,
+                           int64_t sequences) {
+  SeededInputs in;
+  for (const auto seed : seeds) {
+    in.tasks.push_back(sg::toy::make_task(config, seed));
+    auto generator = sg::toy::seed_generator(seed, stream);
+    in.batches.push_back(sg::toy::sample_batch(config, sequences, generator));
+  }
+  in.stacked = sg::toy::stack_batches(config, in.batches, torch::kCPU);
+  std::tie(in.features, in.key_sources) = sg::toy::stack_tasks(config, in.tasks, torch::kCPU);
+  return in;
 }
 
 /// The head for one seed and one sequence, written out in float64 from the paper's equations.
@@ -132,15 +155,8 @@ TEST_CASE("toy: the head matches a float64 reference for every arm, condition an
   const double beta = 8.0;
   for (const auto routing : {Routing::blind, Routing::visible}) {
     const auto config = small_task(routing);
-    std::vector<sg::toy::Task> tasks;
-    std::vector<sg::toy::Batch> batches;
-    for (const auto seed : seeds) {
-      tasks.push_back(sg::toy::make_task(config, seed));
-      auto generator = sg::toy::seed_generator(seed, 42);
-      batches.push_back(sg::toy::sample_batch(config, 4, generator));
-    }
-    const auto stacked = sg::toy::stack_batches(config, batches, torch::kCPU);
-    const auto [features, key_sources] = sg::toy::stack_tasks(config, tasks, torch::kCPU);
+    const auto in = seeded_inputs(config, seeds, /*stream=*/42, /*sequences=*/4);
+    const auto& [tasks, batches, stacked, features, key_sources] = in;
     for (const auto& name : {"baseline", "offbyone", "normgate", "renorm", "oracle"}) {
       sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, beta);
       {
@@ -172,15 +188,8 @@ TEST_CASE("toy: the head matches a float64 reference for every arm, condition an
 TEST_CASE("toy: the oracle's reads of irrelevant items are exactly zero", "[toy]") {
   const auto config = small_task(Routing::blind, 4);
   const std::vector<int64_t> seeds = {0, 1};
-  std::vector<sg::toy::Task> tasks;
-  std::vector<sg::toy::Batch> batches;
-  for (const auto seed : seeds) {
-    tasks.push_back(sg::toy::make_task(config, seed));
-    auto generator = sg::toy::seed_generator(seed, 7);
-    batches.push_back(sg::toy::sample_batch(config, 32, generator));
-  }
-  const auto stacked = sg::toy::stack_batches(config, batches, torch::kCPU);
-  const auto [features, key_sources] = sg::toy::stack_tasks(config, tasks, torch::kCPU);
+  const auto in = seeded_inputs(config, seeds, /*stream=*/7, /*sequences=*/32);
+  const auto& [tasks, batches, stacked, features, key_sources] = in;
   for (const auto& name : {"oracle", "baseline"}) {
     sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, 8.0);
     std::vector<sg::AttentionTelemetry> telemetry;
