@@ -14,13 +14,13 @@
 #include <iostream>
 #include <sstream>
 
-#include "lib/arm.h"
-#include "lib/cli.h"
-#include "lib/config.h"
-#include "lib/device.h"
-#include "lib/error.h"
-#include "lib/log.h"
-#include "lib/model.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/model/arm.h"
+#include "lib/model/config.h"
+#include "lib/model/model.h"
+#include "lib/model/runtime.h"
 
 namespace {
 
@@ -117,5 +117,5 @@ int main(int argc, char** argv) {
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");
   parser.option("--check-length", options.check_length, "sequence length of the self-check");
-  return sg::cli::run_tool(parser, argc, argv, [&] { run(options); });
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options); });
 }

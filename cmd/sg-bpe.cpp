@@ -22,10 +22,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "lib/cli.h"
-#include "lib/error.h"
-#include "lib/log.h"
-#include "lib/tokenizer.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/text/tokenizer.h"
 
 namespace {
 

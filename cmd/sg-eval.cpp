@@ -9,16 +9,16 @@
 // Examples:
 //   sg-eval --tokens data/tokens.h5 runs/small-*.h5 -o results/val.h5
 //   sg-eval --tokens data/tokens.h5 run.h5 --batches 8 -o - | sg-tabulate -
-#include "lib/checkpoint.h"
-#include "lib/cli.h"
-#include "lib/data.h"
-#include "lib/device.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/results.h"
-#include "lib/train.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
+#include "lib/model/checkpoint.h"
+#include "lib/model/runtime.h"
+#include "lib/text/token_file.h"
+#include "lib/train/train.h"
 
 namespace {
 
@@ -75,5 +75,5 @@ int main(int argc, char** argv) {
   parser.option("--batches", options.batches, "validation batches (0: the run's final_eval_batches, 64 at paper tiers)");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
                                     sg::cli::kLogLevel);
-  return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
 }

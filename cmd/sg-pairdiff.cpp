@@ -18,13 +18,13 @@
 //   sg-pairdiff eval.h5 --decompose --sink sinklogit --gate projgate --both combo2 -o table2-projection.h5
 #include <sstream>
 
-#include "lib/cli.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/results.h"
-#include "lib/stats.h"
+#include "lib/analysis/stats.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
 
 namespace {
 

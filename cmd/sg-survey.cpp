@@ -10,7 +10,7 @@
 // For every head it recomputes attention weights and read norms |v_j|/sqrt(d) and measures sink
 // mass (first --sink-positions keys, plus a phantom or sink token), the position-0 read-norm
 // ratio, and the blind-mass ratio and content share of the quiet band at --percentiles
-// (definitions: lib/survey.h).
+// (definitions: lib/instruments/survey.h).
 //
 // Output: a result table (lib/SCHEMA.md), long form: keys model, family, arm, params_m, layers,
 // heads, scope (head | model), layer, head, statistic; value `value`. scope=head rows hold every
@@ -24,14 +24,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "lib/cli.h"
-#include "lib/device.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/results.h"
-#include "lib/survey.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/instruments/survey.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
+#include "lib/model/runtime.h"
 
 namespace {
 
@@ -119,5 +119,5 @@ int main(int argc, char** argv) {
   parser.option("--percentiles", options.percentiles, "percentiles q of the quiet band, comma-separated");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
                                     sg::cli::kLogLevel);
-  return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
 }

@@ -17,13 +17,13 @@
 //   sg-pairdiff runs/*.h5 --ref-mean | sg-tabulate - --rows arm --cols tier --signed --plain statistic=mean
 //   sg-tabulate eval.h5 --rows tier,arm --cols seed --cell val_loss --row-mean --label 'seed:*=seed *'
 //   sg-tabulate t2-norm.h5 t2-proj.h5 --rows gate_arm,tier --cols term --se none --format latex -o table2.tex
-#include "lib/cli.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/results.h"
-#include "lib/tabulate.h"
+#include "lib/analysis/tabulate.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
 
 namespace {
 

@@ -13,14 +13,14 @@
 #include <iomanip>
 #include <sstream>
 
-#include "lib/cli.h"
-#include "lib/corpus.h"
-#include "lib/data.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/tokenizer.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/text/corpus.h"
+#include "lib/text/token_file.h"
+#include "lib/text/tokenizer.h"
 
 namespace {
 

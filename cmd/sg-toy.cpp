@@ -21,14 +21,14 @@
 #include <malloc.h>
 #endif
 
-#include "lib/cli.h"
-#include "lib/device.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/results.h"
-#include "lib/toy.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/instruments/toy.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
+#include "lib/model/runtime.h"
 
 namespace {
 
@@ -148,5 +148,5 @@ int main(int argc, char** argv) {
   parser.option("--loss-window", options.train.loss_window, "train_bce: mean over this many final steps");
   parser.option("--log-interval", options.train.log_interval, "steps between progress lines (0: none)");
   parser.option("--query-block", options.train.query_block, "sequences per attend() batch entry (a power of 4)");
-  return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.tool(), parser.command_line()); });
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.tool(), parser.command_line()); });
 }

@@ -14,14 +14,14 @@
 #include <iomanip>
 #include <iostream>
 
-#include "lib/cli.h"
-#include "lib/config.h"
-#include "lib/device.h"
-#include "lib/error.h"
-#include "lib/h5.h"
-#include "lib/log.h"
-#include "lib/provenance.h"
-#include "lib/train.h"
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/model/config.h"
+#include "lib/model/runtime.h"
+#include "lib/train/train.h"
 
 namespace {
 
@@ -88,5 +88,5 @@ int main(int argc, char** argv) {
                 "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval");
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
-  return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
 }

@@ -10,7 +10,7 @@ tokenises the JSON Lines with sg-tokenize and checks the token file's document c
 the Python has it, else sg-tokenize's summary line) and, with h5py, that there is exactly one
 end-of-text token per document. Exit 0 when everything holds; prints what failed otherwise.
 
-Run by ctest (tests/cli_parquet.cmake), or by hand:
+Run by ctest (tests/cli/cli_parquet.cmake), or by hand:
   ~/.cache/sinkgate/venv-torch-2.11.0/bin/python tests/parquet_roundtrip.py \\
       --converter pipelines/parquet_to_jsonl.py --sg-tokenize build/bin/sg-tokenize --work /tmp/parquet-test
 """

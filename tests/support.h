@@ -1,5 +1,5 @@
-// support.h — helpers the tests share: scratch folders, file checks, shell quoting, and the
-// reference models of tests/survey_reference.py.
+// support.h — helpers the tests share: scratch folders, file checks, shell quoting, hand-made
+// safetensors and token files, and the reference models of tests/survey_reference.py.
 //
 // Folders are removed with nftw, not std::filesystem::remove_all: the torch wheel's libtorch.so
 // exports its own std::filesystem symbols, and remove_all crashes when it binds to them.
@@ -10,14 +10,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "lib/provenance.h"
+#include "lib/io/provenance.h"
+#include "lib/text/token_file.h"
 
 namespace sg_test {
 
@@ -65,6 +68,61 @@ inline std::string shell_quote(const std::string& arg) {
   std::string out = "'";
   for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  REQUIRE(out.good());
+}
+
+/// The raw little-endian bytes of `values`.
+template <typename T>
+std::string raw(const std::vector<T>& values) {
+  std::string bytes(values.size() * sizeof(T), '\0');
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+/// A safetensors file by hand: the 8-byte little-endian header length, the header, the data.
+inline std::string safetensors_bytes(const std::string& header, const std::string& data) {
+  std::string bytes(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return bytes + header + data;
+}
+
+/// A valid safetensors file: a (2, 3) F32 "w" = 1 … 6, a (2) F16 "h" = 1.5, -2, a (2) BF16 "b" =
+/// 1.5, -3, a (3) I64 "i" = -3, 0, 2^40, a scalar F32 "s" = 0.25 and an empty (0, 4) F32 "e".
+inline std::string valid_safetensors() {
+  const std::string f32 = raw<float>({1, 2, 3, 4, 5, 6});
+  const std::string f16 = raw<uint16_t>({0x3E00, 0xC000});  // 1.5, -2
+  const std::string bf16 = raw<uint16_t>({0x3FC0, 0xC040});  // 1.5, -3
+  const std::string i64 = raw<int64_t>({-3, 0, 1LL << 40});
+  const std::string scalar = raw<float>({0.25f});
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},)"
+      R"("w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+      R"("h":{"dtype":"F16","shape":[2],"data_offsets":[24,28]},)"
+      R"("b":{"dtype":"BF16","shape":[2],"data_offsets":[28,32]},)"
+      R"("i":{"dtype":"I64","shape":[3],"data_offsets":[32,56]},)"
+      R"("s":{"dtype":"F32","shape":[],"data_offsets":[56,60]},)"
+      R"("e":{"dtype":"F32","shape":[0,4],"data_offsets":[60,60]}}   )";  // padded with spaces, as allowed
+  return safetensors_bytes(header, f32 + f16 + bf16 + i64 + scalar);
+}
+
+/// A token file at `path` whose token at stream position p is p % 50000, with the end-of-text id
+/// 50256 at every 97th position (documents of 96 tokens); the first `val_tokens` are validation.
+inline void write_counting_tokens(const std::string& path, int64_t documents, int64_t val_tokens) {
+  sg::TokenWriter writer(path, /*force=*/true, val_tokens, "test", 50257, 50256);
+  int64_t position = 0;
+  for (int64_t d = 0; d < documents; ++d) {
+    std::vector<int32_t> tokens(96);
+    for (auto& t : tokens) t = static_cast<int32_t>(position++ % 50000);
+    ++position;  // the end-of-text id takes one position
+    writer.add_document(tokens);
+  }
+  writer.commit();
 }
 
 #if defined(SG_PYTHON) && defined(SG_TEST_SOURCE_DIR)

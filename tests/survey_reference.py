@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""survey_reference.py — reference answers for tests/test_pretrained.cpp and tests/test_survey.cpp.
+"""survey_reference.py — reference answers for tests/model/test_pretrained.cpp and tests/instruments/test_survey.cpp.
 
 Builds small random-initialised GPT-2 and GPT-NeoX models with transformers, saves them with
 save_pretrained (safetensors), and runs transformers' own forward pass (attn_implementation="eager",
 output_attentions=True) on fixed token ids. The survey statistics of App. F are computed here
-independently of lib/survey.cpp: with numpy, from the attention weights transformers returns and the
+independently of lib/instruments/survey.cpp: with numpy, from the attention weights transformers returns and the
 value vectors its attention modules compute (captured by forward hooks), row by row over the full
 attention matrices rather than from per-key column sums.
 

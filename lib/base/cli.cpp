@@ -1,0 +1,104 @@
+// cli.cpp — CLI11 behind the Parser interface, and the error-reporting wrapper.
+#include "lib/base/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "sg/version.h"
+
+namespace sg::cli {
+namespace {
+
+CLI::Option* as_option(void* p) { return static_cast<CLI::Option*>(p); }
+
+std::string quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_of(" \t\"'\\$`") == std::string::npos) return arg;
+  std::string out = "'";
+  for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+Parser::Parser(std::string tool, const std::string& description)
+    : tool_(std::move(tool)), app_(std::make_unique<CLI::App>(description, tool_)) {
+  app_->set_version_flag("--version", std::string(kVersion) + " (" + kGitCommit + ")");
+  app_->get_formatter()->column_width(34);
+}
+
+Parser::~Parser() = default;
+
+void Parser::common(CommonOptions& o, unsigned which) {
+  if (which & kOutput) option("-o,--output", o.output, "output file ('-' for stdout where supported)");
+  if (which & kForce) flag("--force", o.force, "overwrite an existing output");
+  if (which & kSeed) option("--seed", o.seed, "random seed");
+  if (which & kDevice) option("--device", o.device, "cpu, cuda or cuda:N");
+  if (which & kThreads) option("--threads", o.threads, "CPU threads (0: all cores)");
+  if (which & kLogLevel) {
+    option("--log-level", o.log_level, "quiet, info or debug");
+    choices({"quiet", "info", "debug"});
+  }
+  if (which & kConfig) option("--config", o.config, "configuration file of 'key = value' lines");
+}
+
+void Parser::option(const std::string& names, std::string& value, const std::string& help, bool required) {
+  last_ = app_->add_option(names, value, help)->capture_default_str()->required(required);
+}
+void Parser::option(const std::string& names, int64_t& value, const std::string& help, bool required) {
+  last_ = app_->add_option(names, value, help)->capture_default_str()->required(required);
+}
+void Parser::option(const std::string& names, double& value, const std::string& help, bool required) {
+  last_ = app_->add_option(names, value, help)->capture_default_str()->required(required);
+}
+void Parser::option(const std::string& names, std::vector<std::string>& values, const std::string& help,
+                    bool required) {
+  auto* added = app_->add_option(names, values, help)->capture_default_str()->required(required);
+  // A repeatable named option takes one value per occurrence, so it cannot swallow the
+  // positional inputs after it ("--set a=1 in.h5").
+  if (!names.empty() && names[0] == '-') added->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  last_ = added;
+}
+void Parser::flag(const std::string& names, bool& value, const std::string& help) {
+  last_ = app_->add_flag(names, value, help);
+}
+void Parser::choices(const std::vector<std::string>& allowed) {
+  if (last_) as_option(last_)->check(CLI::IsMember(allowed));
+}
+void Parser::footer(const std::string& text) { app_->footer(text); }
+
+bool Parser::parse(int argc, char** argv) {
+  command_line_.clear();
+  for (int i = 0; i < argc; ++i) command_line_ += (i ? " " : "") + quote(argv[i]);
+  try {
+    app_->parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app_->help();
+    return false;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << tool_ << " " << kVersion << " (" << kGitCommit << ")\n";
+    return false;
+  } catch (const CLI::ParseError& error) {
+    throw UsageError(error.what(), "run '" + tool_ + " --help' for the options");
+  }
+  return true;
+}
+
+int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body) {
+  try {
+    if (!parser.parse(argc, argv)) return kExitOk;
+    body();
+    return kExitOk;
+  } catch (const Error& error) {
+    std::cerr << parser.tool() << ": error: " << error.what() << "\n";
+    if (!error.hint().empty()) std::cerr << "hint: " << error.hint() << "\n";
+    return error.exit_code();
+  } catch (const std::exception& error) {
+    std::cerr << parser.tool() << ": error: " << error.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace sg::cli

@@ -1,0 +1,80 @@
+// cli.h — the shared command-line vocabulary and the wrapper every tool's main() calls.
+// The only module that sees CLI11; tools register options through Parser.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace sg::cli {
+
+/// Options shared by the tools, defined once (STYLE.md rule 3).
+struct CommonOptions {
+  std::string output;            // -o/--output
+  bool force = false;            // --force: overwrite an existing output
+  int64_t seed = 0;              // --seed
+  std::string device = "cpu";    // --device cpu | cuda | cuda:N
+  int64_t threads = 0;           // --threads (0: all cores)
+  std::string log_level = "info";  // --log-level quiet | info | debug
+  std::string config;            // --config FILE
+};
+
+/// Which common options a tool registers.
+enum CommonFlag : unsigned {
+  kOutput = 1u << 0,
+  kForce = 1u << 1,
+  kSeed = 1u << 2,
+  kDevice = 1u << 3,
+  kThreads = 1u << 4,
+  kLogLevel = 1u << 5,
+  kConfig = 1u << 6,
+};
+
+class Parser {
+ public:
+  /// tool: the executable's name; description: one paragraph for --help.
+  Parser(std::string tool, const std::string& description);
+  ~Parser();
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
+
+  void common(CommonOptions& options, unsigned which);
+  /// Options and positionals ("--tier", "-o,--output" or "input" for a positional); the
+  /// current value of the variable is shown as the default in --help.
+  void option(const std::string& names, std::string& value, const std::string& help, bool required = false);
+  void option(const std::string& names, int64_t& value, const std::string& help, bool required = false);
+  void option(const std::string& names, double& value, const std::string& help, bool required = false);
+  void option(const std::string& names, std::vector<std::string>& values, const std::string& help,
+              bool required = false);
+  void flag(const std::string& names, bool& value, const std::string& help);
+  /// Restricts the last registered option to these values.
+  void choices(const std::vector<std::string>& allowed);
+  /// Text shown after the options in --help (environment variables, notes).
+  void footer(const std::string& text);
+
+  const std::string& tool() const { return tool_; }
+  /// The command line as given (provenance).
+  const std::string& command_line() const { return command_line_; }
+
+  /// Parses argv; returns false when --help or --version was answered (exit 0).
+  bool parse(int argc, char** argv);
+
+ private:
+  std::string tool_;
+  std::string command_line_;
+  std::unique_ptr<CLI::App> app_;
+  void* last_ = nullptr;  // the CLI::Option registered last
+};
+
+/// Parses, then runs body. Every sg::Error is printed as "TOOL: error: MESSAGE" (and
+/// "hint: …") on stderr and mapped to its exit code, any other exception as an internal error
+/// (exit 1); returns the exit code. Tools that run a model use sg::run_torch_tool
+/// (lib/model/runtime.h), which also reports LibTorch's errors without their C++ backtrace.
+int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body);
+
+}  // namespace sg::cli

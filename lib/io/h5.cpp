@@ -1,0 +1,915 @@
+// h5.cpp — the HDF5 C API behind h5.h. The only translation unit that includes hdf5.h.
+#include "lib/io/h5.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <type_traits>
+
+#include "lib/base/error.h"
+#include "sg/version.h"
+
+static_assert(std::is_same_v<hid_t, int64_t>, "h5.h stores hid_t as int64_t (HDF5 >= 1.10)");
+
+namespace sg::h5 {
+namespace {
+
+// POSIX rather than std::filesystem: the torch wheel's libtorch.so exports its own copies of
+// std::filesystem functions, some of which crash when they bind instead of libstdc++'s.
+
+std::string temporary_directory() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+/// The directory part of a path ("." for a bare name).
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+/// Silences HDF5's automatic error printing (per thread: the library is built thread-safe).
+void init() {
+  thread_local bool done = false;
+  if (done) return;
+  H5open();
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  done = true;
+}
+
+herr_t collect_error(unsigned, const H5E_error2_t* error, void* data) {
+  auto* messages = static_cast<std::vector<std::string>*>(data);
+  if (error->desc && *error->desc) messages->push_back(error->desc);
+  return 0;
+}
+
+/// The current HDF5 error stack as one line (API-level message: innermost cause), then cleared.
+std::string hdf5_message() {
+  std::vector<std::string> messages;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &messages);
+  H5Eclear2(H5E_DEFAULT);
+  if (messages.empty()) return "HDF5 error";
+  if (messages.size() == 1 || messages.front() == messages.back()) return messages.front();
+  return messages.front() + ": " + messages.back();
+}
+
+[[noreturn]] void fail_input(const std::string& file, const std::string& what) {
+  throw InputError(file + ": " + what + " (" + hdf5_message() + ")");
+}
+[[noreturn]] void fail_output(const std::string& file, const std::string& what) {
+  throw OutputError(file + ": " + what + " (" + hdf5_message() + ")");
+}
+
+/// A temporary HDF5 identifier (type, dataspace, property list, attribute) closed on scope exit.
+class Id {
+ public:
+  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Id() {
+    if (id_ >= 0) close_(id_);
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  Id(Id&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
+  Id& operator=(Id&&) = delete;
+  operator hid_t() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+Id string_type() {
+  Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  return type;
+}
+
+hid_t file_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float32: return H5T_IEEE_F32LE;
+    case Dtype::float64: return H5T_IEEE_F64LE;
+    case Dtype::bfloat16: return H5T_STD_U16LE;
+    case Dtype::int8: return H5T_STD_I8LE;
+    case Dtype::int16: return H5T_STD_I16LE;
+    case Dtype::int32: return H5T_STD_I32LE;
+    case Dtype::int64: return H5T_STD_I64LE;
+    case Dtype::uint8: return H5T_STD_U8LE;
+    case Dtype::uint16: return H5T_STD_U16LE;
+    case Dtype::boolean: return H5T_STD_U8LE;
+    case Dtype::string: break;
+  }
+  throw Error("h5: no fixed file type for strings");
+}
+
+hid_t memory_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float32: return H5T_NATIVE_FLOAT;
+    case Dtype::float64: return H5T_NATIVE_DOUBLE;
+    case Dtype::bfloat16: return H5T_NATIVE_UINT16;
+    case Dtype::int8: return H5T_NATIVE_INT8;
+    case Dtype::int16: return H5T_NATIVE_INT16;
+    case Dtype::int32: return H5T_NATIVE_INT32;
+    case Dtype::int64: return H5T_NATIVE_INT64;
+    case Dtype::uint8: return H5T_NATIVE_UINT8;
+    case Dtype::uint16: return H5T_NATIVE_UINT16;
+    case Dtype::boolean: return H5T_NATIVE_UINT8;
+    case Dtype::string: break;
+  }
+  throw Error("h5: no fixed memory type for strings");
+}
+
+bool is_plain_integer(Dtype d) {
+  return d == Dtype::int8 || d == Dtype::int16 || d == Dtype::int32 || d == Dtype::int64 || d == Dtype::uint8 ||
+         d == Dtype::uint16;
+}
+bool is_plain_float(Dtype d) { return d == Dtype::float32 || d == Dtype::float64; }
+
+/// Whether values stored as `stored` may be converted by HDF5 to (or from) `memory`.
+bool convertible(Dtype stored, Dtype memory) {
+  if (stored == memory) return true;
+  if (is_plain_integer(stored) && is_plain_integer(memory)) return true;
+  return is_plain_float(stored) && is_plain_float(memory);
+}
+
+std::string join_path(const std::string& base, const std::string& name) {
+  if (!name.empty() && name.front() == '/') return name;
+  if (base.empty() || base == "/") return "/" + name;
+  return base + "/" + name;
+}
+
+std::string class_name(H5T_class_t type_class) {
+  switch (type_class) {
+    case H5T_INTEGER: return "an integer";
+    case H5T_FLOAT: return "a float";
+    case H5T_STRING: return "a string";
+    default: return "of an unsupported type";
+  }
+}
+
+/// Reads the strings of an attribute (is_attribute) or dataset: variable or fixed length.
+std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const std::string& file,
+                                          const std::string& what) {
+  Id type(is_attribute ? H5Aget_type(object) : H5Dget_type(object), H5Tclose);
+  Id space(is_attribute ? H5Aget_space(object) : H5Dget_space(object), H5Sclose);
+  if (!type.ok() || !space.ok()) fail_input(file, "cannot read " + what);
+  const hssize_t count = H5Sget_simple_extent_npoints(space);
+  std::vector<std::string> values;
+  if (count <= 0) return values;
+  auto read = [&](hid_t memory, void* buffer) {
+    return is_attribute ? H5Aread(object, memory, buffer) : H5Dread(object, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
+  };
+  if (H5Tis_variable_str(type) > 0) {
+    Id memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory, H5T_VARIABLE);
+    H5Tset_cset(memory, H5Tget_cset(type));
+    std::vector<char*> buffer(static_cast<size_t>(count), nullptr);
+    if (read(memory, buffer.data()) < 0) fail_input(file, "cannot read " + what);
+    for (char* s : buffer) values.emplace_back(s ? s : "");
+    H5Dvlen_reclaim(memory, space, H5P_DEFAULT, buffer.data());
+  } else {
+    const size_t size = H5Tget_size(type);
+    Id memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory, size);
+    H5Tset_cset(memory, H5Tget_cset(type));
+    std::vector<char> buffer(static_cast<size_t>(count) * size, '\0');
+    if (read(memory, buffer.data()) < 0) fail_input(file, "cannot read " + what);
+    for (hssize_t i = 0; i < count; ++i) {
+      const char* begin = buffer.data() + i * size;
+      values.emplace_back(begin, strnlen(begin, size));
+    }
+  }
+  return values;
+}
+
+/// A group-creation property list that tracks and indexes link creation order.
+Id ordered_gcpl() {
+  Id gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
+  H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  return gcpl;
+}
+
+std::pair<std::string, std::string> split_parent(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {"", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+/// Removes the temporary copy of stdin at exit.
+struct StdinCopy {
+  std::string path;
+  ~StdinCopy() {
+    if (!path.empty()) std::remove(path.c_str());
+  }
+};
+
+std::string make_temporary(const std::string& stem) {
+  std::string pattern = temporary_directory() + "/" + stem + "-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  const int fd = mkstemp(buffer.data());
+  if (fd < 0) throw OutputError("cannot create a temporary file in " + temporary_directory());
+  close(fd);
+  return std::string(buffer.data());
+}
+
+}  // namespace
+
+std::string to_string(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float32: return "float32";
+    case Dtype::float64: return "float64";
+    case Dtype::bfloat16: return "bfloat16";
+    case Dtype::int8: return "int8";
+    case Dtype::int16: return "int16";
+    case Dtype::int32: return "int32";
+    case Dtype::int64: return "int64";
+    case Dtype::uint8: return "uint8";
+    case Dtype::uint16: return "uint16";
+    case Dtype::boolean: return "bool";
+    case Dtype::string: return "string";
+  }
+  return "?";
+}
+
+// --- files on disk -----------------------------------------------------------------------
+
+void check_writable(const std::string& path, bool force) {
+  if (path == "-") {
+    if (isatty(STDOUT_FILENO))
+      throw OutputError("refusing to write a binary HDF5 file to a terminal",
+                        "redirect stdout to a file, pipe it into another sg- tool, or use -o FILE");
+    return;
+  }
+  if (path.empty()) throw OutputError("empty output path");
+  struct stat info {};
+  if (stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) throw OutputError(path + " is a directory", "name an output file");
+    if (!force) throw OutputError(path + " exists", "use --force to overwrite it");
+  }
+  const std::string directory = directory_of(path);
+  if (stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    throw OutputError("cannot write " + path + ": directory " + directory + " does not exist",
+                      "create it first: mkdir -p " + directory);
+  if (access(directory.c_str(), W_OK | X_OK) != 0)
+    throw OutputError("cannot write " + path + ": directory " + directory + " is not writable");
+}
+
+std::string resolve_input(const std::string& path) {
+  if (path != "-") return path;
+  static StdinCopy copy;
+  if (!copy.path.empty()) return copy.path;
+  if (isatty(STDIN_FILENO))
+    throw InputError("stdin is a terminal, but '-' asks to read an input from it",
+                     "pipe a file in, e.g. 'sg-pairdiff runs/*.h5 | sg-tabulate -'");
+  const std::string temporary = make_temporary("sinkgate-stdin");
+  copy.path = temporary;
+  FILE* out = std::fopen(temporary.c_str(), "wb");
+  if (!out) throw InputError("cannot copy stdin to " + temporary);
+  std::vector<char> buffer(1 << 20);
+  size_t got = 0;
+  bool ok = true;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), stdin)) > 0)
+    ok = ok && std::fwrite(buffer.data(), 1, got, out) == got;
+  ok = ok && !std::ferror(stdin);
+  ok = (std::fclose(out) == 0) && ok;
+  if (!ok) throw InputError("cannot copy stdin to " + temporary);
+  return temporary;
+}
+
+std::string display_name(const std::string& path) { return path == "-" ? "stdin" : path; }
+
+bool is_hdf5(const std::string& path) {
+  init();
+  const std::string local = resolve_input(path);
+  const std::string name = display_name(path);
+  struct stat info {};
+  if (stat(local.c_str(), &info) != 0) throw InputError(name + ": no such file");
+  if (S_ISDIR(info.st_mode)) throw InputError(name + ": is a directory, expected a file");
+  if (access(local.c_str(), R_OK) != 0) throw InputError(name + ": cannot open for reading (permission denied)");
+  if (info.st_size == 0) return false;
+  const htri_t answer = H5Fis_hdf5(local.c_str());
+  if (answer < 0) fail_input(name, "cannot read");
+  return answer > 0;
+}
+
+// --- Object --------------------------------------------------------------------------------
+
+Object::Object(int64_t id, std::string file, std::string path) : id_(id), file_(std::move(file)), path_(std::move(path)) {}
+
+Object::Object(const Object& other) : id_(other.id_), file_(other.file_), path_(other.path_) {
+  if (id_ >= 0) H5Iinc_ref(id_);
+}
+
+Object& Object::operator=(const Object& other) {
+  if (this == &other) return *this;
+  Object copy(other);
+  *this = std::move(copy);
+  return *this;
+}
+
+Object::Object(Object&& other) noexcept : id_(other.id_), file_(std::move(other.file_)), path_(std::move(other.path_)) {
+  other.id_ = -1;
+}
+
+Object& Object::operator=(Object&& other) noexcept {
+  if (this == &other) return *this;
+  if (id_ >= 0) H5Idec_ref(id_);
+  id_ = other.id_;
+  file_ = std::move(other.file_);
+  path_ = std::move(other.path_);
+  other.id_ = -1;
+  return *this;
+}
+
+Object::~Object() {
+  // After a file closed with H5F_CLOSE_STRONG the id is stale; the failure is silent.
+  if (id_ >= 0) {
+    init();
+    H5Idec_ref(id_);
+  }
+}
+
+bool Object::has_attribute(const std::string& name) const {
+  init();
+  const htri_t exists = H5Aexists(id_, name.c_str());
+  if (exists < 0) fail_input(file_, "cannot look up attribute '" + name + "' of " + path_);
+  return exists > 0;
+}
+
+namespace {
+herr_t collect_attribute_name(hid_t, const char* name, const H5A_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->push_back(name);
+  return 0;
+}
+
+void write_attribute(const Object& object, const std::string& name, hid_t type, hid_t memory, hid_t space,
+                     const void* data) {
+  init();
+  const hid_t id = object.id();
+  const htri_t exists = H5Aexists(id, name.c_str());
+  if (exists > 0 && H5Adelete(id, name.c_str()) < 0)
+    fail_output(object.file(), "cannot replace attribute '" + name + "' of " + object.path());
+  Id attribute(H5Acreate2(id, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (!attribute.ok()) fail_output(object.file(), "cannot create attribute '" + name + "' of " + object.path());
+  if (data && H5Awrite(attribute, memory, data) < 0)
+    fail_output(object.file(), "cannot write attribute '" + name + "' of " + object.path());
+}
+
+Id vector_space(size_t count) {
+  if (count == 0) return Id(H5Screate(H5S_NULL), H5Sclose);
+  const hsize_t dims[1] = {count};
+  return Id(H5Screate_simple(1, dims, nullptr), H5Sclose);
+}
+
+/// Opens attribute `name`, checks its class against `expected` (H5T_FLOAT also accepts
+/// integers) and, for scalars, that it holds one value; returns it with its element count.
+std::pair<Id, hssize_t> open_attribute(const Object& object, const std::string& name, H5T_class_t expected,
+                                       bool scalar) {
+  init();
+  const auto where = "attribute '" + name + "' of " + object.path();
+  if (!object.has_attribute(name)) throw InputError(object.file() + ": " + object.path() + " has no attribute '" + name + "'");
+  Id attribute(H5Aopen(object.id(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  if (!attribute.ok()) fail_input(object.file(), "cannot open " + where);
+  Id type(H5Aget_type(attribute), H5Tclose);
+  Id space(H5Aget_space(attribute), H5Sclose);
+  const H5T_class_t actual = H5Tget_class(type);
+  const bool class_ok = actual == expected || (expected == H5T_FLOAT && actual == H5T_INTEGER);
+  if (!class_ok)
+    throw InputError(object.file() + ": " + where + " is " + class_name(actual) + ", expected " +
+                     class_name(expected));
+  hssize_t count = 0;
+  if (H5Sget_simple_extent_type(space) != H5S_NULL) count = H5Sget_simple_extent_npoints(space);
+  if (scalar && count != 1)
+    throw InputError(object.file() + ": " + where + " holds " + std::to_string(count) + " values, expected one");
+  return {std::move(attribute), count};
+}
+}  // namespace
+
+std::vector<std::string> Object::attribute_names() const {
+  init();
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  if (H5Aiterate2(id_, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute_name, &names) < 0)
+    fail_input(file_, "cannot list the attributes of " + path_);
+  return names;
+}
+
+void Object::set_attribute(const std::string& name, const std::string& value) {
+  init();
+  Id type = string_type();
+  Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  const char* data[1] = {value.c_str()};
+  write_attribute(*this, name, type, type, space, data);
+}
+
+void Object::set_attribute(const std::string& name, const char* value) { set_attribute(name, std::string(value)); }
+
+void Object::set_attribute(const std::string& name, int64_t value) {
+  init();
+  Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  write_attribute(*this, name, H5T_STD_I64LE, H5T_NATIVE_INT64, space, &value);
+}
+
+void Object::set_attribute(const std::string& name, double value) {
+  init();
+  Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  write_attribute(*this, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, space, &value);
+}
+
+void Object::set_attribute(const std::string& name, const std::vector<std::string>& values) {
+  init();
+  Id type = string_type();
+  Id space = vector_space(values.size());
+  std::vector<const char*> data;
+  for (const auto& v : values) data.push_back(v.c_str());
+  write_attribute(*this, name, type, type, space, values.empty() ? nullptr : data.data());
+}
+
+void Object::set_attribute(const std::string& name, const std::vector<int64_t>& values) {
+  init();
+  Id space = vector_space(values.size());
+  write_attribute(*this, name, H5T_STD_I64LE, H5T_NATIVE_INT64, space, values.empty() ? nullptr : values.data());
+}
+
+void Object::set_attribute(const std::string& name, const std::vector<double>& values) {
+  init();
+  Id space = vector_space(values.size());
+  write_attribute(*this, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, space, values.empty() ? nullptr : values.data());
+}
+
+std::string Object::attribute_string(const std::string& name) const {
+  auto [attribute, count] = open_attribute(*this, name, H5T_STRING, /*scalar=*/true);
+  return read_string_data(attribute, /*is_attribute=*/true, file_, "attribute '" + name + "'").at(0);
+}
+
+std::vector<std::string> Object::attribute_strings(const std::string& name) const {
+  auto [attribute, count] = open_attribute(*this, name, H5T_STRING, /*scalar=*/false);
+  return read_string_data(attribute, /*is_attribute=*/true, file_, "attribute '" + name + "'");
+}
+
+std::vector<int64_t> Object::attribute_ints(const std::string& name) const {
+  auto [attribute, count] = open_attribute(*this, name, H5T_INTEGER, /*scalar=*/false);
+  std::vector<int64_t> values(static_cast<size_t>(count));
+  if (count > 0 && H5Aread(attribute, H5T_NATIVE_INT64, values.data()) < 0)
+    fail_input(file_, "cannot read attribute '" + name + "' of " + path_);
+  return values;
+}
+
+std::vector<double> Object::attribute_doubles(const std::string& name) const {
+  auto [attribute, count] = open_attribute(*this, name, H5T_FLOAT, /*scalar=*/false);
+  std::vector<double> values(static_cast<size_t>(count));
+  if (count > 0 && H5Aread(attribute, H5T_NATIVE_DOUBLE, values.data()) < 0)
+    fail_input(file_, "cannot read attribute '" + name + "' of " + path_);
+  return values;
+}
+
+int64_t Object::attribute_int(const std::string& name) const {
+  open_attribute(*this, name, H5T_INTEGER, /*scalar=*/true);
+  return attribute_ints(name).at(0);
+}
+
+double Object::attribute_double(const std::string& name) const {
+  open_attribute(*this, name, H5T_FLOAT, /*scalar=*/true);
+  return attribute_doubles(name).at(0);
+}
+
+// --- Group ---------------------------------------------------------------------------------
+
+bool Group::exists(const std::string& path) const {
+  init();
+  if (path.empty() || path == "." || path == "/") return true;
+  size_t position = path.front() == '/' ? 1 : 0;
+  while (true) {
+    const size_t slash = path.find('/', position);
+    const std::string prefix = path.substr(0, slash);
+    const htri_t found = H5Lexists(id_, prefix.c_str(), H5P_DEFAULT);
+    if (found < 0) fail_input(file_, "cannot look up " + join_path(path_, prefix));
+    if (found == 0) return false;
+    if (slash == std::string::npos || slash + 1 >= path.size()) return true;
+    position = slash + 1;
+  }
+}
+
+namespace {
+H5I_type_t object_type(const Group& group, const std::string& path) {
+  if (!group.exists(path)) return H5I_BADID;
+  Id object(H5Oopen(group.id(), path.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!object.ok()) return H5I_BADID;
+  return H5Iget_type(object);
+}
+}  // namespace
+
+bool Group::is_group(const std::string& path) const { return object_type(*this, path) == H5I_GROUP; }
+bool Group::is_dataset(const std::string& path) const { return object_type(*this, path) == H5I_DATASET; }
+
+std::vector<std::string> Group::members() const {
+  init();
+  H5G_info_t info;
+  if (H5Gget_info(id_, &info) < 0) fail_input(file_, "cannot list group " + path_);
+  unsigned order_flags = 0;
+  {
+    Id gcpl(H5Gget_create_plist(id_), H5Pclose);
+    if (gcpl.ok()) H5Pget_link_creation_order(gcpl, &order_flags);
+  }
+  auto list = [&](H5_index_t index, std::vector<std::string>& names) {
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+      const ssize_t size = H5Lget_name_by_idx(id_, ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+      if (size < 0) return false;
+      std::vector<char> name(static_cast<size_t>(size) + 1, '\0');
+      if (H5Lget_name_by_idx(id_, ".", index, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT) < 0) return false;
+      names.emplace_back(name.data());
+    }
+    return true;
+  };
+  std::vector<std::string> names;
+  if ((order_flags & H5P_CRT_ORDER_TRACKED) && list(H5_INDEX_CRT_ORDER, names)) return names;
+  H5Eclear2(H5E_DEFAULT);
+  names.clear();
+  if (!list(H5_INDEX_NAME, names)) fail_input(file_, "cannot list group " + path_);
+  return names;
+}
+
+Group Group::group(const std::string& path) const {
+  init();
+  const auto full = join_path(path_, path);
+  if (!exists(path)) throw InputError(file_ + ": no group " + full);
+  if (!is_group(path)) throw InputError(file_ + ": " + full + " is not a group");
+  const hid_t id = H5Gopen2(id_, path.c_str(), H5P_DEFAULT);
+  if (id < 0) fail_input(file_, "cannot open group " + full);
+  return Group(id, file_, full);
+}
+
+Dataset Group::dataset(const std::string& path) const {
+  init();
+  const auto full = join_path(path_, path);
+  if (!exists(path)) throw InputError(file_ + ": no dataset " + full);
+  if (!is_dataset(path)) throw InputError(file_ + ": " + full + " is not a dataset");
+  const hid_t id = H5Dopen2(id_, path.c_str(), H5P_DEFAULT);
+  if (id < 0) fail_input(file_, "cannot open dataset " + full);
+  return Dataset(id, file_, full);
+}
+
+Group Group::create_group(const std::string& path) {
+  init();
+  const auto full = join_path(path_, path);
+  if (exists(path)) throw OutputError(file_ + ": " + full + " exists");
+  const auto [parent, name] = split_parent(path);
+  Group where = parent.empty() ? *this : require_group(parent);
+  Id gcpl = ordered_gcpl();
+  const hid_t id = H5Gcreate2(where.id_, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  if (id < 0) fail_output(file_, "cannot create group " + full);
+  return Group(id, file_, full);
+}
+
+Group Group::require_group(const std::string& path) {
+  if (path.empty() || path == "." || (path == "/" && path_ == "/")) return *this;
+  return exists(path) ? group(path) : create_group(path);
+}
+
+namespace {
+/// Creates dataset `path` under `group` (parents made as needed) with the given type and space.
+Dataset create_dataset(Group& group, const std::string& path, hid_t type, hid_t space, hid_t dcpl,
+                       const std::function<Dataset(hid_t, const std::string&)>& wrap) {
+  const auto full = join_path(group.path(), path);
+  if (group.exists(path)) throw OutputError(group.file() + ": " + full + " exists");
+  const auto [parent, name] = split_parent(path);
+  Group where = parent.empty() ? group : group.require_group(parent);
+  const hid_t id = H5Dcreate2(where.id(), name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  if (id < 0) fail_output(group.file(), "cannot create dataset " + full);
+  return wrap(id, full);
+}
+}  // namespace
+
+Dataset Group::write_array(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape,
+                           const void* data) {
+  init();
+  const auto full = join_path(path_, path);
+  if (dtype == Dtype::string) throw OutputError(file_ + ": cannot store " + full + ": strings go through write_strings");
+  std::vector<hsize_t> dims;
+  hsize_t count = 1;
+  for (const int64_t d : shape) {
+    if (d < 0) throw OutputError(file_ + ": cannot store " + full + ": negative dimension " + std::to_string(d));
+    dims.push_back(static_cast<hsize_t>(d));
+    count *= static_cast<hsize_t>(d);
+  }
+  Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+           H5Sclose);
+  auto dataset = create_dataset(*this, path, file_type(dtype), space, H5P_DEFAULT,
+                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+  if (dtype == Dtype::bfloat16 || dtype == Dtype::boolean) dataset.set_attribute("sg_dtype", to_string(dtype));
+  if (count > 0 && H5Dwrite(dataset.id(), memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    fail_output(file_, "cannot write dataset " + full);
+  return dataset;
+}
+
+Dataset Group::write_strings(const std::string& path, const std::vector<std::string>& values) {
+  init();
+  Id type = string_type();
+  const hsize_t dims[1] = {values.size()};
+  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  auto dataset = create_dataset(*this, path, type, space, H5P_DEFAULT,
+                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+  std::vector<const char*> data;
+  for (const auto& v : values) data.push_back(v.c_str());
+  if (!values.empty() && H5Dwrite(dataset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
+    fail_output(file_, "cannot write dataset " + dataset.path());
+  return dataset;
+}
+
+Dataset Group::write_doubles(const std::string& path, const std::vector<double>& values) {
+  init();
+  const hsize_t dims[1] = {values.size()};
+  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  auto dataset = create_dataset(*this, path, H5T_IEEE_F64LE, space, H5P_DEFAULT,
+                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+  if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    fail_output(file_, "cannot write dataset " + dataset.path());
+  return dataset;
+}
+
+Dataset Group::write_ints(const std::string& path, const std::vector<int64_t>& values) {
+  init();
+  const hsize_t dims[1] = {values.size()};
+  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  auto dataset = create_dataset(*this, path, H5T_STD_I64LE, space, H5P_DEFAULT,
+                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+  if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    fail_output(file_, "cannot write dataset " + dataset.path());
+  return dataset;
+}
+
+Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t chunk) {
+  init();
+  const auto full = join_path(path_, path);
+  if (dtype == Dtype::string || dtype == Dtype::bfloat16 || dtype == Dtype::boolean)
+    throw OutputError(file_ + ": cannot create " + full + ": extendable datasets hold plain numbers, not " +
+                      to_string(dtype));
+  if (chunk < 1) throw OutputError(file_ + ": cannot create " + full + ": chunk size must be positive");
+  const hsize_t dims[1] = {0}, max_dims[1] = {H5S_UNLIMITED}, chunk_dims[1] = {static_cast<hsize_t>(chunk)};
+  Id space(H5Screate_simple(1, dims, max_dims), H5Sclose);
+  Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_chunk(dcpl, 1, chunk_dims);
+  return create_dataset(*this, path, file_type(dtype), space, dcpl,
+                        [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+}
+
+// --- Dataset -------------------------------------------------------------------------------
+
+std::vector<int64_t> Dataset::shape() const {
+  init();
+  Id space(H5Dget_space(id_), H5Sclose);
+  if (!space.ok()) fail_input(file_, "cannot read the shape of " + path_);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank < 0) fail_input(file_, "cannot read the shape of " + path_);
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  return std::vector<int64_t>(dims.begin(), dims.end());
+}
+
+int64_t Dataset::numel() const {
+  int64_t n = 1;
+  for (auto d : shape()) n *= d;
+  return n;
+}
+
+Dtype Dataset::dtype() const {
+  init();
+  Id type(H5Dget_type(id_), H5Tclose);
+  if (!type.ok()) fail_input(file_, "cannot read the type of " + path_);
+  const H5T_class_t type_class = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  std::string tag;
+  if (has_attribute("sg_dtype")) tag = attribute_string("sg_dtype");
+  if (type_class == H5T_STRING) return Dtype::string;
+  if (type_class == H5T_FLOAT) {
+    if (size == 4) return Dtype::float32;
+    if (size == 8) return Dtype::float64;
+  }
+  if (type_class == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    if (is_signed && size == 1) return Dtype::int8;
+    if (is_signed && size == 2) return Dtype::int16;
+    if (is_signed && size == 4) return Dtype::int32;
+    if (is_signed && size == 8) return Dtype::int64;
+    if (!is_signed && size == 1) return tag == "bool" ? Dtype::boolean : Dtype::uint8;
+    if (!is_signed && size == 2) return tag == "bfloat16" ? Dtype::bfloat16 : Dtype::uint16;
+  }
+  throw InputError(file_ + ": dataset " + path_ + " has an unsupported element type (" + class_name(type_class) +
+                   ", " + std::to_string(size) + " bytes)");
+}
+
+namespace {
+/// The stored type as read into `memory` (bool may be read as its uint8 bytes); InputError when
+/// the conversion is not one read_array allows.
+Dtype readable_as(Dtype stored, Dtype memory, const std::string& file, const std::string& path) {
+  if (stored == Dtype::boolean && memory == Dtype::uint8) stored = Dtype::uint8;
+  if (!convertible(stored, memory) || memory == Dtype::string)
+    throw InputError(file + ": dataset " + path + " holds " + to_string(stored) + ", which cannot be read as " +
+                     to_string(memory));
+  return stored;
+}
+}  // namespace
+
+void Dataset::read_array(Dtype memory, void* out) const {
+  init();
+  readable_as(dtype(), memory, file_, path_);
+  if (numel() > 0 && H5Dread(id_, memory_type(memory), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
+    fail_input(file_, "cannot read dataset " + path_);
+}
+
+void Dataset::read_slice(int64_t offset, int64_t count, Dtype memory, void* out) const {
+  init();
+  const auto dims = shape();
+  if (dims.size() != 1)
+    throw InputError(file_ + ": dataset " + path_ + " has " + std::to_string(dims.size()) +
+                     " dimensions; slices need a 1-D dataset");
+  if (offset < 0 || count < 0 || offset + count > dims[0])
+    throw InputError(file_ + ": slice [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+                     ") is outside dataset " + path_ + " of " + std::to_string(dims[0]) + " elements");
+  readable_as(dtype(), memory, file_, path_);
+  if (count == 0) return;
+  Id file_space(H5Dget_space(id_), H5Sclose);
+  const hsize_t start[1] = {static_cast<hsize_t>(offset)}, size[1] = {static_cast<hsize_t>(count)};
+  if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, size, nullptr) < 0)
+    fail_input(file_, "cannot select a slice of " + path_);
+  Id memory_space(H5Screate_simple(1, size, nullptr), H5Sclose);
+  if (H5Dread(id_, memory_type(memory), memory_space, file_space, H5P_DEFAULT, out) < 0)
+    fail_input(file_, "cannot read a slice of " + path_);
+}
+
+std::vector<double> Dataset::read_doubles() const {
+  init();
+  const Dtype stored = dtype();
+  if (!is_plain_float(stored) && !is_plain_integer(stored))
+    throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected numbers");
+  std::vector<double> values(static_cast<size_t>(numel()));
+  if (!values.empty() && H5Dread(id_, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    fail_input(file_, "cannot read dataset " + path_);
+  return values;
+}
+
+std::vector<int64_t> Dataset::read_ints() const {
+  init();
+  const Dtype stored = dtype();
+  if (!is_plain_integer(stored))
+    throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected integers");
+  std::vector<int64_t> values(static_cast<size_t>(numel()));
+  if (!values.empty() && H5Dread(id_, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    fail_input(file_, "cannot read dataset " + path_);
+  return values;
+}
+
+std::vector<std::string> Dataset::read_strings() const {
+  init();
+  const Dtype stored = dtype();
+  if (stored != Dtype::string)
+    throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected strings");
+  return read_string_data(id_, /*is_attribute=*/false, file_, "dataset " + path_);
+}
+
+void Dataset::append(const void* data, int64_t count, Dtype memory) {
+  init();
+  Id space(H5Dget_space(id_), H5Sclose);
+  if (H5Sget_simple_extent_ndims(space) != 1) throw OutputError(file_ + ": cannot append to " + path_ + ": not 1-D");
+  hsize_t dims[1], max_dims[1];
+  H5Sget_simple_extent_dims(space, dims, max_dims);
+  if (max_dims[0] != H5S_UNLIMITED)
+    throw OutputError(file_ + ": cannot append to " + path_ + ": not created extendable");
+  const Dtype stored = dtype();
+  if (!convertible(stored, memory))
+    throw OutputError(file_ + ": cannot append " + to_string(memory) + " values to " + path_ + " (" +
+                      to_string(stored) + ")");
+  if (count <= 0) return;
+  const hsize_t size[1] = {dims[0] + static_cast<hsize_t>(count)};
+  if (H5Dset_extent(id_, size) < 0) fail_output(file_, "cannot extend " + path_);
+  Id file_space(H5Dget_space(id_), H5Sclose);
+  const hsize_t start[1] = {dims[0]}, length[1] = {static_cast<hsize_t>(count)};
+  H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, length, nullptr);
+  Id memory_space(H5Screate_simple(1, length, nullptr), H5Sclose);
+  if (H5Dwrite(id_, memory_type(memory), memory_space, file_space, H5P_DEFAULT, data) < 0)
+    fail_output(file_, "cannot append to " + path_);
+}
+
+void Dataset::append(const std::vector<uint16_t>& values) {
+  append(values.data(), static_cast<int64_t>(values.size()), Dtype::uint16);
+}
+void Dataset::append(const std::vector<int32_t>& values) {
+  append(values.data(), static_cast<int64_t>(values.size()), Dtype::int32);
+}
+void Dataset::append(const std::vector<int64_t>& values) {
+  append(values.data(), static_cast<int64_t>(values.size()), Dtype::int64);
+}
+// --- File and Writer -----------------------------------------------------------------------
+
+File File::open(const std::string& path) {
+  init();
+  const std::string name = display_name(path);
+  if (!is_hdf5(path)) throw InputError(name + ": not an HDF5 file");
+  const std::string local = resolve_input(path);
+  const hid_t file = H5Fopen(local.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) fail_input(name, "damaged or unreadable HDF5 file");
+  const hid_t root = H5Gopen2(file, "/", H5P_DEFAULT);
+  H5Fclose(file);  // the file stays open while the root group (or anything in it) is open
+  if (root < 0) fail_input(name, "cannot open the root group");
+  return File(root, name, "/");
+}
+
+Writer::Writer(const std::string& path, bool force) : path_(path), force_(force) {
+  init();
+  check_writable(path, force);
+  temporary_ = path == "-" ? make_temporary("sinkgate-stdout") : path + ".tmp." + std::to_string(getpid());
+  Id fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);  // commit() closes every object still open
+  file_ = H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
+  if (file_ < 0) {
+    const auto message = hdf5_message();
+    std::remove(temporary_.c_str());
+    throw OutputError("cannot create " + temporary_ + " (" + message + ")");
+  }
+  const hid_t root = H5Gopen2(file_, "/", H5P_DEFAULT);
+  if (root < 0) fail_output(display_name(path), "cannot open the root group");
+  root_ = Group(root, display_name(path), "/");
+}
+
+Writer::~Writer() {
+  root_ = Group();
+  if (file_ >= 0) H5Fclose(file_);
+  if (!committed_) std::remove(temporary_.c_str());
+}
+
+void Writer::commit() {
+  if (committed_) return;
+  const std::string name = display_name(path_);
+  root_ = Group();
+  const herr_t closed = H5Fclose(file_);
+  file_ = -1;
+  if (closed < 0) fail_output(name, "cannot finish writing " + temporary_);
+  const int fd = ::open(temporary_.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    ::close(fd);
+  }
+  if (path_ == "-") {
+    std::ifstream in(temporary_, std::ios::binary);
+    std::cout.flush();
+    std::cout << in.rdbuf();
+    std::cout.flush();
+    if (!in || !std::cout) throw OutputError("cannot write the result to stdout");
+    std::remove(temporary_.c_str());
+    committed_ = true;
+    return;
+  }
+  if (!force_) {
+    // link() refuses an existing name, so a file that appeared meanwhile is never clobbered.
+    if (link(temporary_.c_str(), path_.c_str()) == 0) {
+      std::remove(temporary_.c_str());
+      committed_ = true;
+      return;
+    }
+    if (errno == EEXIST) throw OutputError(path_ + " exists", "use --force to overwrite it");
+  }
+  if (std::rename(temporary_.c_str(), path_.c_str()) != 0)
+    throw OutputError("cannot rename " + temporary_ + " to " + path_ + ": " + std::strerror(errno));
+  committed_ = true;
+}
+
+// --- format convention ---------------------------------------------------------------------
+
+void set_format(Group& root, const std::string& format, int64_t schema_version) {
+  root.set_attribute("format", format);
+  root.set_attribute("schema_version", schema_version);
+}
+
+int64_t check_format(const Group& root, const std::string& format, int64_t newest) {
+  const std::string& file = root.file();
+  const std::string hint = "this tool reads '" + format + "' files (lib/SCHEMA.md)";
+  if (!root.has_attribute("format"))
+    throw InputError(file + ": not a sinkgate file (no 'format' attribute on the root group)", hint);
+  const std::string found = root.attribute_string("format");
+  if (found != format) throw InputError(file + ": is a '" + found + "' file, expected '" + format + "'", hint);
+  if (!root.has_attribute("schema_version"))
+    throw InputError(file + ": '" + format + "' file without a 'schema_version' attribute", hint);
+  const int64_t version = root.attribute_int("schema_version");
+  if (version < 1 || version > newest)
+    throw InputError(file + ": '" + format + "' schema_version " + std::to_string(version) +
+                         " is not one this build reads (1 to " + std::to_string(newest) + ")",
+                     "the file comes from another sinkgate version; this is " + std::string(kVersion) + " (" +
+                         kGitCommit + ")");
+  return version;
+}
+
+}  // namespace sg::h5

@@ -1,0 +1,120 @@
+// provenance.cpp — SHA-256 through OpenSSL's EVP interface, UTC time, the attribute block.
+#include "lib/io/provenance.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include "lib/base/error.h"
+#include "sg/version.h"
+
+namespace sg {
+namespace {
+
+using DigestContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+
+DigestContext new_context() {
+  DigestContext context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1)
+    throw Error("OpenSSL: cannot start a SHA-256 digest");
+  return context;
+}
+
+std::string finish(EVP_MD_CTX* context) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(context, digest, &size) != 1) throw Error("OpenSSL: cannot finish a SHA-256 digest");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string optional_string(const h5::Group& root, const std::string& name) {
+  return root.has_attribute(name) ? root.attribute_string(name) : std::string();
+}
+
+}  // namespace
+
+std::string sha256_bytes(const std::string& bytes) {
+  auto context = new_context();
+  EVP_DigestUpdate(context.get(), bytes.data(), bytes.size());
+  return finish(context.get());
+}
+
+std::string sha256_file(const std::string& path) {
+  const std::string local = h5::resolve_input(path);
+  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(local.c_str(), "rb"), &std::fclose);
+  if (!file) throw InputError(h5::display_name(path) + ": cannot open for reading");
+  auto context = new_context();
+  std::vector<char> buffer(1 << 20);
+  size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0)
+    EVP_DigestUpdate(context.get(), buffer.data(), got);
+  if (std::ferror(file.get())) throw InputError(h5::display_name(path) + ": read error");
+  return finish(context.get());
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+Provenance make_provenance(const std::string& tool, const std::string& command_line,
+                           const std::vector<std::string>& inputs, const std::string& config) {
+  Provenance provenance;
+  provenance.tool = tool;
+  provenance.version = kVersion;
+  provenance.git_commit = kGitCommit;
+  provenance.command_line = command_line;
+  provenance.config = config;
+  provenance.created = utc_now();
+  for (const auto& path : inputs) provenance.inputs.push_back({path, sha256_file(path)});
+  return provenance;
+}
+
+void write_provenance(h5::Group& root, const Provenance& provenance) {
+  root.set_attribute("tool", provenance.tool);
+  root.set_attribute("version", provenance.version);
+  root.set_attribute("git_commit", provenance.git_commit);
+  root.set_attribute("command_line", provenance.command_line);
+  root.set_attribute("config", provenance.config);
+  root.set_attribute("created", provenance.created);
+  std::vector<std::string> paths, hashes;
+  for (const auto& input : provenance.inputs) {
+    paths.push_back(input.path);
+    hashes.push_back(input.sha256);
+  }
+  root.set_attribute("input_files", paths);
+  root.set_attribute("input_sha256", hashes);
+}
+
+Provenance read_provenance(const h5::Group& root) {
+  Provenance provenance;
+  provenance.tool = optional_string(root, "tool");
+  provenance.version = optional_string(root, "version");
+  provenance.git_commit = optional_string(root, "git_commit");
+  provenance.command_line = optional_string(root, "command_line");
+  provenance.config = optional_string(root, "config");
+  provenance.created = optional_string(root, "created");
+  if (root.has_attribute("input_files")) {
+    const auto paths = root.attribute_strings("input_files");
+    std::vector<std::string> hashes;
+    if (root.has_attribute("input_sha256")) hashes = root.attribute_strings("input_sha256");
+    if (hashes.size() != paths.size())
+      throw InputError(root.file() + ": attributes input_files and input_sha256 differ in length");
+    for (size_t i = 0; i < paths.size(); ++i) provenance.inputs.push_back({paths[i], hashes[i]});
+  }
+  return provenance;
+}
+
+}  // namespace sg

@@ -1,0 +1,546 @@
+// results.cpp — the result table in memory, in HDF5 and in CSV.
+#include "lib/io/results.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "lib/base/error.h"
+#include "lib/base/text.h"
+#include "lib/io/h5.h"
+
+namespace sg {
+namespace {
+
+bool parse_int(const std::string& text, int64_t& value) {
+  const std::string t = trim(text);
+  if (t.empty()) return false;
+  const char* begin = t.data() + (t.front() == '+' ? 1 : 0);
+  const auto [end, error] = std::from_chars(begin, t.data() + t.size(), value);
+  return error == std::errc() && end == t.data() + t.size();
+}
+
+bool parse_double(const std::string& text, double& value) {
+  const std::string t = trim(text);
+  if (t.empty()) return false;
+  char* end = nullptr;
+  value = std::strtod(t.c_str(), &end);
+  return end == t.c_str() + t.size();
+}
+
+ColumnType parse_type(const std::string& text, const std::string& where) {
+  if (text == "float64") return ColumnType::float64;
+  if (text == "int64") return ColumnType::int64;
+  if (text == "string") return ColumnType::string;
+  throw InputError(where + ": unknown column type '" + text + "' (float64, int64 or string)");
+}
+
+Role parse_role(const std::string& text, const std::string& where) {
+  if (text == "key") return Role::key;
+  if (text == "value") return Role::value;
+  throw InputError(where + ": unknown column role '" + text + "' (key or value)");
+}
+
+void check_column_name(const std::string& name, const std::string& where) {
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw InputError(where + ": column name '" + name + "' is empty or contains '/'");
+}
+
+/// Reads one CSV record (RFC 4180 quoting: fields with commas, quotes or newlines are quoted,
+/// quotes doubled). Returns false at the end of input; `line` counts physical lines.
+bool read_record(std::istream& in, std::vector<std::string>& fields, size_t& line, bool& starts_with_hash) {
+  fields.clear();
+  std::string field;
+  bool quoted = false, any = false, field_was_quoted = false;
+  starts_with_hash = false;
+  char c;
+  while (in.get(c)) {
+    if (!any) starts_with_hash = (c == '#');
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        if (in.peek() == '"') {
+          in.get(c);
+          field += '"';
+        } else {
+          quoted = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+    } else if (c == '"' && field.empty() && !field_was_quoted) {
+      quoted = true;
+      field_was_quoted = true;
+    } else if (c == ',') {
+      fields.push_back(field);
+      field.clear();
+      field_was_quoted = false;
+    } else if (c == '\r' && (in.peek() == '\n' || in.peek() == std::char_traits<char>::eof())) {
+      continue;  // CRLF line ends
+    } else if (c == '\n') {
+      ++line;
+      fields.push_back(field);
+      return true;
+    } else {
+      field += c;
+    }
+  }
+  if (!any) return false;
+  fields.push_back(field);
+  ++line;
+  return true;
+}
+
+std::string quote_csv(const std::string& field, bool first) {
+  const bool needs = field.find_first_of(",\"\n\r") != std::string::npos || (first && !field.empty() && field[0] == '#') ||
+                     (!field.empty() && (field.front() == ' ' || field.back() == ' '));
+  if (!needs) return field;
+  std::string out = "\"";
+  for (char c : field) out += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void write_record(std::ostream& out, const std::vector<std::string>& fields) {
+  for (size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << quote_csv(fields[i], i == 0);
+  out << "\n";
+}
+
+ResultTable read_hdf5_table(const std::string& path) {
+  const auto file = h5::File::open(path);
+  h5::check_format(file, kResultFormat, kResultSchemaVersion);
+  const auto name = file.file();
+  if (!file.is_group("table")) throw InputError(name + ": no group /table (a result file keeps its columns there)");
+  const auto group = file.group("table");
+  const auto names = group.has_attribute("columns") ? group.attribute_strings("columns") : group.members();
+  ResultTable table;
+  for (const auto& column_name : names) {
+    const auto dataset = group.dataset(column_name);
+    const auto where = name + ": column " + dataset.path();
+    if (dataset.shape().size() != 1) throw InputError(where + " is not 1-D");
+    if (!dataset.has_attribute("role")) throw InputError(where + " has no 'role' attribute (key or value)");
+    Column column;
+    column.name = column_name;
+    column.role = parse_role(dataset.attribute_string("role"), where);
+    switch (dataset.dtype()) {
+      case h5::Dtype::string:
+        column.type = ColumnType::string;
+        column.strings = dataset.read_strings();
+        break;
+      case h5::Dtype::float32:
+      case h5::Dtype::float64:
+        column.type = ColumnType::float64;
+        column.reals = dataset.read_doubles();
+        break;
+      case h5::Dtype::int8:
+      case h5::Dtype::int16:
+      case h5::Dtype::int32:
+      case h5::Dtype::int64:
+      case h5::Dtype::uint8:
+      case h5::Dtype::uint16:
+        column.type = ColumnType::int64;
+        column.integers = dataset.read_ints();
+        break;
+      default:
+        throw InputError(where + " holds " + h5::to_string(dataset.dtype()) + " (expected float64, int64 or string)");
+    }
+    if (!table.columns().empty() && column.size() != table.rows())
+      throw InputError(where + " has " + std::to_string(column.size()) + " rows, the others " +
+                       std::to_string(table.rows()));
+    table.add_column(std::move(column));
+  }
+  return table;
+}
+
+}  // namespace
+
+std::string to_string(Role role) { return role == Role::key ? "key" : "value"; }
+
+std::string to_string(ColumnType type) {
+  switch (type) {
+    case ColumnType::float64: return "float64";
+    case ColumnType::int64: return "int64";
+    case ColumnType::string: return "string";
+  }
+  return "?";
+}
+
+std::string format_exact(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, end);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto comma = text.find(',', begin);
+    const auto item = trim(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return items;
+}
+
+// --- Column ---------------------------------------------------------------------------------
+
+size_t Column::size() const {
+  switch (type) {
+    case ColumnType::float64: return reals.size();
+    case ColumnType::int64: return integers.size();
+    case ColumnType::string: return strings.size();
+  }
+  return 0;
+}
+
+double Column::number(size_t row) const {
+  if (type == ColumnType::float64) return reals.at(row);
+  if (type == ColumnType::int64) return static_cast<double>(integers.at(row));
+  throw UsageError("column '" + name + "' holds strings, not numbers");
+}
+
+std::string Column::text(size_t row) const {
+  if (type == ColumnType::float64) return format_exact(reals.at(row));
+  if (type == ColumnType::int64) return std::to_string(integers.at(row));
+  return strings.at(row);
+}
+
+bool Column::missing(size_t row) const { return type == ColumnType::float64 && std::isnan(reals.at(row)); }
+
+// --- ResultTable ----------------------------------------------------------------------------
+
+size_t ResultTable::rows() const { return columns_.empty() ? 0 : columns_.front().size(); }
+
+bool ResultTable::has(const std::string& name) const {
+  for (const auto& c : columns_)
+    if (c.name == name) return true;
+  return false;
+}
+
+const Column& ResultTable::column(const std::string& name) const {
+  for (const auto& c : columns_)
+    if (c.name == name) return c;
+  throw UsageError("no column '" + name + "' in the table", "its columns: " + join(names(), ", "));
+}
+
+Column& ResultTable::column(const std::string& name) {
+  return const_cast<Column&>(static_cast<const ResultTable&>(*this).column(name));
+}
+
+std::vector<std::string> ResultTable::names() const {
+  std::vector<std::string> out;
+  for (const auto& c : columns_) out.push_back(c.name);
+  return out;
+}
+
+std::vector<std::string> ResultTable::key_names() const {
+  std::vector<std::string> out;
+  for (const auto& c : columns_)
+    if (c.role == Role::key) out.push_back(c.name);
+  return out;
+}
+
+Column& ResultTable::add_column(Column column) {
+  if (has(column.name)) throw UsageError("duplicate column '" + column.name + "'");
+  if (!columns_.empty() && column.size() != rows())
+    throw UsageError("column '" + column.name + "' has " + std::to_string(column.size()) + " cells, the table " +
+                     std::to_string(rows()) + " rows");
+  columns_.push_back(std::move(column));
+  return columns_.back();
+}
+
+Column& ResultTable::add_column(const std::string& name, Role role, ColumnType type) {
+  Column column;
+  column.name = name;
+  column.role = role;
+  column.type = type;
+  const size_t n = rows();
+  if (type == ColumnType::float64) column.reals.assign(n, std::nan(""));
+  if (type == ColumnType::int64) column.integers.assign(n, 0);
+  if (type == ColumnType::string) column.strings.assign(n, "");
+  return add_column(std::move(column));
+}
+
+Column& ResultTable::add_key(const std::string& name, std::vector<std::string> cells) {
+  Column column{name, Role::key, ColumnType::string, {}, {}, std::move(cells)};
+  return add_column(std::move(column));
+}
+Column& ResultTable::add_key(const std::string& name, std::vector<int64_t> cells) {
+  Column column{name, Role::key, ColumnType::int64, {}, std::move(cells), {}};
+  return add_column(std::move(column));
+}
+Column& ResultTable::add_value(const std::string& name, std::vector<double> cells) {
+  Column column{name, Role::value, ColumnType::float64, std::move(cells), {}, {}};
+  return add_column(std::move(column));
+}
+Column& ResultTable::add_value(const std::string& name, std::vector<int64_t> cells) {
+  Column column{name, Role::value, ColumnType::int64, {}, std::move(cells), {}};
+  return add_column(std::move(column));
+}
+Column& ResultTable::add_value(const std::string& name, std::vector<std::string> cells) {
+  Column column{name, Role::value, ColumnType::string, {}, {}, std::move(cells)};
+  return add_column(std::move(column));
+}
+
+void ResultTable::append_row(const std::vector<Cell>& cells) {
+  if (cells.size() != columns_.size())
+    throw UsageError("a row of " + std::to_string(cells.size()) + " cells for a table of " +
+                     std::to_string(columns_.size()) + " columns");
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto& c = columns_[i];
+    const auto& cell = cells[i];
+    const bool ok = cell.type == c.type || (c.type == ColumnType::float64 && cell.type == ColumnType::int64);
+    if (!ok) throw UsageError("a " + to_string(cell.type) + " cell for " + to_string(c.type) + " column '" + c.name + "'");
+  }
+  for (size_t i = 0; i < cells.size(); ++i) {
+    auto& c = columns_[i];
+    const auto& cell = cells[i];
+    if (c.type == ColumnType::float64)
+      c.reals.push_back(cell.type == ColumnType::int64 ? static_cast<double>(cell.integer) : cell.real);
+    if (c.type == ColumnType::int64) c.integers.push_back(cell.integer);
+    if (c.type == ColumnType::string) c.strings.push_back(cell.text);
+  }
+}
+
+void ResultTable::append(const ResultTable& other, const std::string& source) {
+  if (columns_.empty()) {
+    columns_ = other.columns_;
+    return;
+  }
+  const std::string where = source.empty() ? "the table" : source;
+  std::vector<std::string> missing, extra;
+  for (const auto& c : columns_)
+    if (!other.has(c.name)) missing.push_back(c.name);
+  for (const auto& c : other.columns_)
+    if (!has(c.name)) extra.push_back(c.name);
+  if (!missing.empty() || !extra.empty())
+    throw InputError(where + ": its columns differ from the first input's" +
+                         (missing.empty() ? "" : "; missing: " + join(missing, ", ")) +
+                         (extra.empty() ? "" : "; extra: " + join(extra, ", ")),
+                     "tables concatenate only when they have the same columns");
+  for (const auto& c : columns_) {
+    const auto& o = other.column(c.name);
+    if (o.role != c.role)
+      throw InputError(where + ": column '" + c.name + "' is a " + to_string(o.role) + " here but a " +
+                       to_string(c.role) + " in the first input");
+    if ((o.type == ColumnType::string) != (c.type == ColumnType::string))
+      throw InputError(where + ": column '" + c.name + "' holds " + to_string(o.type) + " here but " +
+                       to_string(c.type) + " in the first input");
+  }
+  for (auto& c : columns_) {
+    const auto& o = other.column(c.name);
+    if (c.type == ColumnType::int64 && o.type == ColumnType::float64) {
+      c.reals.assign(c.integers.begin(), c.integers.end());
+      c.integers.clear();
+      c.type = ColumnType::float64;
+    }
+    if (c.type == ColumnType::string) c.strings.insert(c.strings.end(), o.strings.begin(), o.strings.end());
+    if (c.type == ColumnType::int64) c.integers.insert(c.integers.end(), o.integers.begin(), o.integers.end());
+    if (c.type == ColumnType::float64) {
+      if (o.type == ColumnType::float64) c.reals.insert(c.reals.end(), o.reals.begin(), o.reals.end());
+      else c.reals.insert(c.reals.end(), o.integers.begin(), o.integers.end());
+    }
+  }
+}
+
+ResultTable ResultTable::take(const std::vector<size_t>& rows) const {
+  ResultTable out;
+  for (const auto& c : columns_) {
+    Column column{c.name, c.role, c.type, {}, {}, {}};
+    for (size_t r : rows) {
+      if (c.type == ColumnType::float64) column.reals.push_back(c.reals.at(r));
+      if (c.type == ColumnType::int64) column.integers.push_back(c.integers.at(r));
+      if (c.type == ColumnType::string) column.strings.push_back(c.strings.at(r));
+    }
+    out.columns_.push_back(std::move(column));
+  }
+  return out;
+}
+
+ResultTable ResultTable::where(const std::string& name, const std::vector<std::string>& values) const {
+  const auto& c = column(name);
+  const std::set<std::string> wanted(values.begin(), values.end());
+  std::vector<size_t> keep;
+  for (size_t r = 0; r < rows(); ++r)
+    if (wanted.count(c.text(r))) keep.push_back(r);
+  return take(keep);
+}
+
+ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>& specs) {
+  ResultTable out = table;
+  for (const auto& spec : specs) {
+    const auto equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw UsageError("--where '" + spec + "' is not of the form COLUMN=V1,V2,...",
+                       "a repeatable option takes the words after it until the next option; put input files "
+                       "first or end the options with --");
+    const auto name = spec.substr(0, equals);
+    if (!out.has(name))
+      throw UsageError("no column '" + name + "' (--where) in the table", "its columns: " + join(out.names(), ", "));
+    out = out.where(name, split_list(spec.substr(equals + 1)));
+  }
+  return out;
+}
+
+// --- CSV ------------------------------------------------------------------------------------
+
+ResultTable read_csv(std::istream& in, const std::string& name, const CsvOptions& csv) {
+  std::vector<std::string> fields, header, roles, types;
+  size_t line = 0;
+  bool hash = false;
+  // Comment lines before the header; "#role,…" and "#type,…" annotate the columns.
+  while (true) {
+    const size_t start = line + 1;
+    if (!read_record(in, fields, line, hash)) throw InputError(name + ": empty file, expected a CSV header row");
+    if (hash) {
+      fields[0] = fields[0].substr(1);
+      if (fields[0] == "role") roles.assign(fields.begin() + 1, fields.end());
+      if (fields[0] == "type") types.assign(fields.begin() + 1, fields.end());
+      continue;
+    }
+    if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // a blank line
+    header = fields;
+    for (auto& h : header) h = trim(h);
+    for (const auto& h : header) check_column_name(h, name + ":" + std::to_string(start));
+    break;
+  }
+  if (std::set<std::string>(header.begin(), header.end()).size() != header.size())
+    throw InputError(name + ": the header row names a column twice");
+  if (!roles.empty() && roles.size() != header.size())
+    throw InputError(name + ": the #role line has " + std::to_string(roles.size()) + " entries for " +
+                     std::to_string(header.size()) + " columns");
+  if (!types.empty() && types.size() != header.size())
+    throw InputError(name + ": the #type line has " + std::to_string(types.size()) + " entries for " +
+                     std::to_string(header.size()) + " columns");
+  std::vector<std::vector<std::string>> cells(header.size());
+  std::vector<size_t> lines;
+  while (true) {
+    const size_t start = line + 1;
+    if (!read_record(in, fields, line, hash)) break;
+    if (fields.size() == 1 && trim(fields[0]).empty()) continue;
+    if (fields.size() != header.size())
+      throw InputError(name + ":" + std::to_string(start) + ": " + std::to_string(fields.size()) + " fields, expected " +
+                       std::to_string(header.size()));
+    for (size_t i = 0; i < fields.size(); ++i) cells[i].push_back(fields[i]);
+    lines.push_back(start);
+  }
+  for (const auto& key : csv.keys)
+    if (std::find(header.begin(), header.end(), key) == header.end())
+      throw UsageError("no column '" + key + "' in " + name + " (named by --keys)", "its columns: " + join(header, ", "));
+
+  ResultTable table;
+  for (size_t i = 0; i < header.size(); ++i) {
+    Column column;
+    column.name = header[i];
+    const auto& raw = cells[i];
+    if (!types.empty()) {
+      column.type = parse_type(trim(types[i]), name);
+    } else {
+      bool all_int = true, all_number = true, any = false;
+      for (const auto& cell : raw) {
+        int64_t integer;
+        double real;
+        if (trim(cell).empty()) {
+          all_int = false;
+          continue;
+        }
+        any = true;
+        if (!parse_int(cell, integer)) all_int = false;
+        if (!parse_double(cell, real)) all_number = false;
+      }
+      column.type = !any || !all_number ? ColumnType::string : all_int ? ColumnType::int64 : ColumnType::float64;
+    }
+    for (size_t r = 0; r < raw.size(); ++r) {
+      const auto where = name + ":" + std::to_string(lines[r]) + ": column '" + column.name + "'";
+      if (column.type == ColumnType::string) {
+        column.strings.push_back(raw[r]);
+      } else if (column.type == ColumnType::int64) {
+        int64_t v;
+        if (!parse_int(raw[r], v)) throw InputError(where + " expects an integer, got '" + raw[r] + "'");
+        column.integers.push_back(v);
+      } else {
+        double v = std::nan("");
+        if (!trim(raw[r]).empty() && !parse_double(raw[r], v))
+          throw InputError(where + " expects a number, got '" + raw[r] + "'");
+        column.reals.push_back(v);
+      }
+    }
+    if (!csv.keys.empty())
+      column.role = std::find(csv.keys.begin(), csv.keys.end(), column.name) != csv.keys.end() ? Role::key : Role::value;
+    else if (!roles.empty())
+      column.role = parse_role(trim(roles[i]), name);
+    else
+      column.role = (column.type == ColumnType::string || column.name == "seed") ? Role::key : Role::value;
+    table.add_column(std::move(column));
+  }
+  return table;
+}
+
+void write_csv(std::ostream& out, const ResultTable& table) {
+  std::vector<std::string> roles{"#role"}, types{"#type"};
+  for (const auto& c : table.columns()) {
+    roles.push_back(to_string(c.role));
+    types.push_back(to_string(c.type));
+  }
+  out << join(roles, ",") << "\n" << join(types, ",") << "\n";
+  write_record(out, table.names());
+  for (size_t r = 0; r < table.rows(); ++r) {
+    std::vector<std::string> fields;
+    for (const auto& c : table.columns()) fields.push_back(c.missing(r) ? "" : c.text(r));
+    write_record(out, fields);
+  }
+}
+
+// --- files ----------------------------------------------------------------------------------
+
+ResultTable read_table(const std::string& path, const CsvOptions& csv) {
+  const std::string name = h5::display_name(path);
+  if (h5::is_hdf5(path)) return read_hdf5_table(path);
+  std::ifstream in(h5::resolve_input(path), std::ios::binary);
+  if (!in) throw InputError(name + ": cannot open for reading");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find('\0') != std::string::npos)
+    throw InputError(name + ": neither an HDF5 file nor CSV text",
+                     "result tables are HDF5 files written by sg- tools, or CSV files with a header row");
+  std::istringstream stream(text);
+  return read_csv(stream, name, csv);
+}
+
+ResultTable read_tables(const std::vector<std::string>& paths, const CsvOptions& csv) {
+  ResultTable all;
+  for (const auto& path : paths) all.append(read_table(path, csv), h5::display_name(path));
+  return all;
+}
+
+void write_table(const std::string& path, const ResultTable& table, const Provenance& provenance, bool force) {
+  for (const auto& c : table.columns())
+    if (c.name.empty() || c.name.find('/') != std::string::npos || c.name == "." || c.name == "..")
+      throw OutputError("cannot write " + h5::display_name(path) + ": column name '" + c.name +
+                        "' is empty or contains '/'");
+  h5::Writer writer(path, force);
+  auto& root = writer.root();
+  h5::set_format(root, kResultFormat, kResultSchemaVersion);
+  write_provenance(root, provenance);
+  auto group = root.create_group("table");
+  group.set_attribute("columns", table.names());
+  group.set_attribute("rows", static_cast<int64_t>(table.rows()));
+  for (const auto& c : table.columns()) {
+    h5::Dataset dataset;
+    if (c.type == ColumnType::float64) dataset = group.write_doubles(c.name, c.reals);
+    if (c.type == ColumnType::int64) dataset = group.write_ints(c.name, c.integers);
+    if (c.type == ColumnType::string) dataset = group.write_strings(c.name, c.strings);
+    dataset.set_attribute("role", to_string(c.role));
+  }
+  writer.commit();
+}
+
+}  // namespace sg

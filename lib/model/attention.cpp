@@ -1,0 +1,317 @@
+// attention.cpp — the attention arms: gates, phantom column, explicit and fused paths.
+#include "lib/model/attention.h"
+
+#include <cmath>
+
+#include "lib/base/error.h"
+
+namespace sg {
+namespace {
+
+namespace F = torch::nn::functional;
+using torch::indexing::Slice;
+
+// ---------------------------------------------------------------------------------------------
+// Fused attention with a phantom column (DESIGN.md "On fused kernels").
+//
+// The logsumexp returned by the fused ops carries no gradient, so the phantom is added by
+// hand: lse' = logaddexp(lse, b), out_s = O * exp(lse - lse'). Backward hands (out_s, lse') to
+// the stock fused backward, which then recomputes the sink-normalised probabilities (the
+// phantom's value is zero, so it contributes nothing else), and db = -sum_i exp(b - lse'_i) D_i
+// with D_i = rowsum(dO * out_s).
+
+enum class Kernel { cpu_flash, cuda_flash, cuda_efficient };
+
+/// Gate maths and softmax run in float32, or float64 when the inputs are float64.
+torch::ScalarType math_type(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+
+Kernel pick_kernel(const torch::Tensor& q) {
+  if (!q.is_cuda()) return Kernel::cpu_flash;
+  if (q.scalar_type() == torch::kHalf || q.scalar_type() == torch::kBFloat16) return Kernel::cuda_flash;
+  return Kernel::cuda_efficient;
+}
+
+class SinkAttentionFunction : public torch::autograd::Function<SinkAttentionFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor q, torch::Tensor k,
+                               torch::Tensor v, torch::Tensor sink, double scale, bool causal) {
+    const Kernel kernel = pick_kernel(q);
+    const int64_t length = q.size(2);
+    torch::Tensor out, lse;
+    if (kernel == Kernel::cpu_flash) {
+      std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
+          q, k, v, /*dropout_p=*/0.0, causal, /*attn_mask=*/{}, scale);
+    } else if (kernel == Kernel::cuda_flash) {
+      auto result = at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0, causal,
+                                                            /*return_debug_mask=*/false, scale);
+      out = std::get<0>(result);
+      lse = std::get<1>(result);
+      ctx->saved_data["cum_seq_q"] = std::get<2>(result);
+      ctx->saved_data["cum_seq_k"] = std::get<3>(result);
+      ctx->saved_data["max_q"] = std::get<4>(result).expect_int();
+      ctx->saved_data["max_k"] = std::get<5>(result).expect_int();
+      ctx->saved_data["philox_seed"] = std::get<6>(result);
+      ctx->saved_data["philox_offset"] = std::get<7>(result);
+    } else {
+      auto result = at::_scaled_dot_product_efficient_attention(
+          q, k, v, /*attn_bias=*/{}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0, causal, scale);
+      out = std::get<0>(result);
+      lse = std::get<1>(result);
+      ctx->saved_data["philox_seed"] = std::get<2>(result);
+      ctx->saved_data["philox_offset"] = std::get<3>(result);
+    }
+    // The CUDA efficient kernel pads the logsumexp's length; only the first T entries are real.
+    const auto math = math_type(q);
+    const auto lse_real = lse.index({Slice(), Slice(), Slice(0, length)}).to(math);
+    const auto lse_sink = torch::logaddexp(lse_real, sink.to(math).view({1, -1, 1}));  // (B, H, T)
+    const auto out_sink = (out.to(math) * (lse_real - lse_sink).exp().unsqueeze(-1)).to(out.scalar_type());
+    auto lse_saved = lse.clone();
+    lse_saved.index_put_({Slice(), Slice(), Slice(0, length)}, lse_sink.to(lse.scalar_type()));
+    ctx->save_for_backward({q, k, v, out_sink, lse_saved, sink});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["kernel"] = static_cast<int64_t>(kernel);
+    return out_sink;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &q = saved[0], &k = saved[1], &v = saved[2], &out_sink = saved[3];
+    const auto &lse_sink = saved[4], &sink = saved[5];
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const auto kernel = static_cast<Kernel>(ctx->saved_data["kernel"].toInt());
+    auto grad_out = grads[0].contiguous();
+    torch::Tensor dq, dk, dv;
+    if (kernel == Kernel::cpu_flash) {
+      std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+          grad_out, q, k, v, out_sink, lse_sink, /*dropout_p=*/0.0, causal, /*attn_mask=*/{}, scale);
+    } else if (kernel == Kernel::cuda_flash) {
+      std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_backward(
+          grad_out, q, k, v, out_sink, lse_sink, ctx->saved_data["cum_seq_q"].toTensor(),
+          ctx->saved_data["cum_seq_k"].toTensor(), ctx->saved_data["max_q"].toInt(),
+          ctx->saved_data["max_k"].toInt(), /*dropout_p=*/0.0, causal,
+          ctx->saved_data["philox_seed"].toTensor(), ctx->saved_data["philox_offset"].toTensor(), scale);
+    } else {
+      auto result = at::_scaled_dot_product_efficient_attention_backward(
+          grad_out, q, k, v, /*attn_bias=*/torch::Tensor(), out_sink, lse_sink,
+          ctx->saved_data["philox_seed"].toTensor(), ctx->saved_data["philox_offset"].toTensor(),
+          /*dropout_p=*/0.0, {true, true, true, false}, causal, scale);
+      dq = std::get<0>(result);
+      dk = std::get<1>(result);
+      dv = std::get<2>(result);
+    }
+    const int64_t length = q.size(2);
+    const auto math = math_type(q);
+    const auto lse_real = lse_sink.index({Slice(), Slice(), Slice(0, length)}).to(math);
+    const auto rowsum = (grad_out.to(math) * out_sink.to(math)).sum(-1);  // (B, H, T)
+    const auto phantom = (sink.to(math).view({1, -1, 1}) - lse_real).exp();  // (B, H, T)
+    const auto dsink = -(phantom * rowsum).sum(std::vector<int64_t>{0, 2}).to(sink.scalar_type());              // (H)
+    return {dq, dk, dv, dsink, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+/// Pads the last dimension with zeros up to a multiple of 8 (what fused kernels accept).
+torch::Tensor pad_to_multiple_of_8(const torch::Tensor& x, int64_t width) {
+  const int64_t padded = (width + 7) / 8 * 8;
+  if (padded == x.size(-1)) return x;
+  return F::pad(x, F::PadFuncOptions({0, padded - x.size(-1)}));
+}
+
+/// Gate values per (query, key) for the override probes: (B, H, Tq, Tk).
+torch::Tensor overridden_gates(GateOverride how, const torch::Tensor& gates, const torch::Tensor& weights,
+                               const torch::Tensor& allowed, int64_t seed) {
+  auto per_key = gates.unsqueeze(2).expand_as(weights);  // (B, H, Tq, Tk)
+  switch (how) {
+    case GateOverride::row_mean: {
+      const auto mass = weights.sum(-1, /*keepdim=*/true).clamp_min(1e-30);
+      return ((weights * per_key).sum(-1, /*keepdim=*/true) / mass).expand_as(weights);
+    }
+    case GateOverride::shuffle: {
+      // Allowed keys form a prefix of each row, so sorting random keys with +inf on the masked
+      // entries yields, in the first n_i slots, a random permutation of the allowed keys.
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
+      auto noise = torch::rand(weights.sizes(), generator, torch::TensorOptions().dtype(torch::kFloat))
+                       .to(weights.device());
+      noise = noise.masked_fill(allowed.logical_not(), std::numeric_limits<float>::infinity());
+      const auto permutation = noise.argsort(/*stable=*/false, /*dim=*/-1, /*descending=*/false);
+      return per_key.gather(-1, permutation);
+    }
+    case GateOverride::reopen:
+      return torch::where(per_key < 0.5, torch::ones_like(per_key), per_key);
+    case GateOverride::none:
+      return per_key;
+  }
+  return per_key;
+}
+
+}  // namespace
+
+bool fused_attention_supported(const torch::Tensor& q) {
+  if (q.is_cuda()) return q.scalar_type() != torch::kDouble;
+  return q.device().is_cpu();
+}
+
+torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const torch::Tensor& sink, double scale, bool causal) {
+  return SinkAttentionFunction::apply(q, k, v, sink, scale, causal);
+}
+
+AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
+  const int64_t c = options.n_embd, h = options.n_head, d = c / h;
+  c_attn = register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(c, 3 * c).bias(false)));
+  c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(c, c).bias(false)));
+  torch::NoGradGuard no_grad;
+  c_attn->weight.normal_(0.0, 0.02);
+  c_proj->weight.normal_(0.0, 0.02 / std::sqrt(2.0 * static_cast<double>(options.n_layer)));
+  const Arm& arm = options.arm;
+  if (arm.zero == ZeroOption::sinklogit) sink_logit = register_parameter("sink_logit", torch::zeros({h}));
+  if (arm.filter == Filter::normgate || arm.filter == Filter::renorm)
+    gate_tau = register_parameter("gate_tau", torch::full({h}, -4.0 / options.gate_beta));
+  if (arm.filter == Filter::projgate) {
+    gate_w = register_parameter("gate_w", torch::zeros({h, d}));
+    gate_b = register_parameter("gate_b", torch::full({h}, 4.0));
+  }
+}
+
+const std::vector<std::string>& AttentionImpl::no_decay_names() {
+  static const std::vector<std::string> names = {"sink_logit", "gate_tau", "gate_w", "gate_b"};
+  return names;
+}
+
+torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmParameters& params, double beta) {
+  const auto math = math_type(reads);
+  const auto reads_m = reads.to(math);
+  const int64_t h = reads.size(1), d = reads.size(-1);
+  switch (arm.filter) {
+    case Filter::normgate:
+    case Filter::renorm: {
+      const auto norms = reads_m.pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));  // (B, H, T)
+      return beta * (norms - params.gate_tau.to(math).view({1, h, 1}));
+    }
+    case Filter::projgate:
+      // Elementwise product and sum rather than a matmul, so autocast leaves it in float32.
+      return (reads_m * params.gate_w.to(math).view({1, h, 1, d})).sum(-1) + params.gate_b.to(math).view({1, h, 1});
+    case Filter::none:
+      break;
+  }
+  return {};
+}
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v_in,
+                     const ArmParameters& params, const AttendOptions& options) {
+  const int64_t batch = q.size(0), h = q.size(1), length = q.size(2), d = q.size(3);
+  const Arm& arm = options.arm;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const AttentionHooks* hooks = options.hooks && options.hooks->active() ? options.hooks : nullptr;
+  KVCache* cache = options.cache;
+  const auto math = math_type(q);
+
+  auto v = v_in;
+  if (hooks && hooks->corrupt) v = hooks->corrupt(v, options.layer);
+  const auto gate_logit = gate_logits(v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
+  torch::Tensor gates, reads = v, key_bias;
+  if (gate_logit.defined()) gates = torch::sigmoid(gate_logit);
+  if (arm.gates_values()) reads = (v.to(gates.scalar_type()) * gates.unsqueeze(-1)).to(v.scalar_type());
+  if (arm.filter == Filter::renorm) key_bias = F::logsigmoid(gate_logit);
+  torch::Tensor phantom;  // (H) logit of the phantom column
+  if (arm.zero == ZeroOption::sinklogit) phantom = params.sink_logit;
+  if (arm.zero == ZeroOption::offbyone) phantom = torch::zeros({h}, q.options().dtype(math));
+
+  const bool want_fused = options.backend == AttentionBackend::fused ||
+                          (options.backend == AttentionBackend::automatic && fused_attention_supported(q));
+  if (!hooks && !cache && want_fused && (options.causal ? k.size(2) == length : true)) {
+    auto q_in = q, k_in = k, v_pass = reads;
+    if (key_bias.defined()) {
+      // Augmented dimension: q gets sqrt(d), k gets log g_j, so q'.k'/sqrt(d) = s_ij + log g_j.
+      q_in = torch::cat({q, torch::full({batch, h, length, 1}, std::sqrt(static_cast<double>(d)), q.options())}, -1);
+      k_in = torch::cat({k, key_bias.unsqueeze(-1).to(k.scalar_type())}, -1);
+      q_in = pad_to_multiple_of_8(q_in, d + 1);
+      k_in = pad_to_multiple_of_8(k_in, d + 1);
+      v_pass = pad_to_multiple_of_8(reads, d + 1);
+    }
+    torch::Tensor y;
+    if (phantom.defined()) {
+      y = fused_sink_attention(q_in, k_in, v_pass, phantom, scale, options.causal);
+    } else {
+      y = at::scaled_dot_product_attention(q_in, k_in, v_pass, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                           options.causal, scale);
+    }
+    return y.size(-1) == d ? y : y.index({"...", Slice(0, d)});
+  }
+
+  // ---- explicit path ----
+  torch::Tensor keys = k, values = reads;
+  if (cache) {
+    if (hooks && hooks->gate_override != GateOverride::none)
+      throw UsageError("gate overrides are not supported with a key-value cache");
+    if (cache->length() > 0) {
+      keys = torch::cat({cache->keys, k}, 2);
+      values = torch::cat({cache->reads, reads}, 2);
+      if (key_bias.defined()) key_bias = torch::cat({cache->key_bias, key_bias}, 2);
+    }
+    cache->keys = keys;
+    cache->reads = values;
+    cache->key_bias = key_bias;
+  }
+  const int64_t keys_len = keys.size(2), offset = keys_len - length;
+  auto logits = torch::matmul(q, keys.transpose(-2, -1)).to(math) * scale;  // (B, H, Tq, Tk)
+  if (key_bias.defined()) logits = logits + key_bias.unsqueeze(2);
+  auto allowed = torch::ones({length, keys_len}, torch::TensorOptions().dtype(torch::kBool).device(q.device()));
+  if (options.causal) allowed = allowed.tril(offset);  // key j visible to query i iff j <= i + offset
+  logits = logits.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  torch::Tensor weights, phantom_mass;
+  if (phantom.defined()) {
+    const auto column = phantom.to(math).view({1, h, 1, 1}).expand({batch, h, length, 1});
+    const auto probs = torch::softmax(torch::cat({logits, column}, -1), -1);
+    weights = probs.index({"...", Slice(0, keys_len)});
+    phantom_mass = probs.index({"...", keys_len});
+  } else {
+    weights = torch::softmax(logits, -1);
+  }
+
+  torch::Tensor y;
+  if (hooks && hooks->gate_override != GateOverride::none) {
+    if (!arm.gates_values())
+      throw UsageError("gate override needs a value-slot gate (normgate, projgate, combo, combo2); arm is " +
+                       arm.name());
+    const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed, hooks->override_seed);
+    y = torch::matmul((weights * per_query).to(v.scalar_type()), v);
+  } else {
+    y = torch::matmul(weights.to(values.scalar_type()), values);
+  }
+
+  if (hooks && hooks->telemetry) {
+    auto& slots = *hooks->telemetry;
+    if (static_cast<int64_t>(slots.size()) <= options.layer) slots.resize(options.layer + 1);
+    auto& record = slots[options.layer];
+    record.weights = weights.detach();
+    record.phantom_mass = phantom_mass.defined() ? phantom_mass.detach() : torch::Tensor();
+    record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
+    record.gates = gates.defined() ? gates.detach() : torch::Tensor();
+    record.reads = v.detach().to(math);
+  }
+  return y;
+}
+
+ArmParameters AttentionImpl::arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b}; }
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
+  const int64_t batch = x.size(0), length = x.size(1), c = options_.n_embd, h = options_.n_head;
+  const int64_t d = c / h;
+  auto qkv = c_attn(x).view({batch, length, 3, h, d}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, d)
+  AttendOptions attend_options;
+  attend_options.arm = options_.arm;
+  attend_options.gate_beta = options_.gate_beta;
+  attend_options.layer = options_.layer;
+  attend_options.hooks = hooks_.get();
+  attend_options.cache = cache;
+  attend_options.backend = backend_;
+  const auto y = attend(qkv[0], qkv[1], qkv[2], arm_parameters(), attend_options);  // (B, H, T, d)
+  return c_proj(y.transpose(1, 2).reshape({batch, length, c}));
+}
+
+}  // namespace sg

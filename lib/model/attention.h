@@ -1,0 +1,147 @@
+// attention.h — the one causal self-attention module behind all arms (paper Section 3.3).
+//
+// A head forms logits s_ij = q_i.k_j/sqrt(d) over keys j <= i, routes with a softmax and
+// aggregates reads v_j. The arm (lib/arm.h) adds a zero option (a phantom key column with
+// value exactly zero and logit 0 or a learned b_h) and/or a filter (a per-read gate g_j in the
+// value slot, or log g_j added to the logits in the routing slot). The sink-token zero option
+// lives in the model (an extra sequence position), not here.
+//
+// Two computation paths give the same function:
+//   explicit — the attention matrix is materialised; serves the KV cache, the intervention
+//              points and telemetry;
+//   fused    — LibTorch's fused scaled-dot-product attention (flash on CPU and CUDA), with the
+//              routing-slot bias through an augmented head dimension and the phantom through
+//              a custom autograd function that rescales by sigma(lse - b_h) exactly.
+// Gate maths (norms, sigmoids, logarithms) are always done in float32.
+#pragma once
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "lib/model/arm.h"
+
+namespace sg {
+
+/// How a trained gate is overridden at evaluation time (paper App. G, Table 8).
+enum class GateOverride {
+  none,
+  row_mean,  // every gate value in a row replaced by the row's attention-weighted mean
+  shuffle,   // gate values permuted at random among the keys each query can see
+  reopen,    // gate values below one half set to one
+};
+
+/// Per-layer measurements of one forward pass; tensors are detached, float32 (float64 for
+/// float64 inputs).
+struct AttentionTelemetry {
+  torch::Tensor weights;       // (B, H, Tq, Tk) routing weights on the real keys
+  torch::Tensor phantom_mass;  // (B, H, Tq) weight on the phantom; undefined without one
+  torch::Tensor read_norms;    // (B, H, Tk) |v_j|/sqrt(d), after corruption, before any gate
+  torch::Tensor gates;         // (B, H, Tk) gate values g_j; undefined without a gate
+  torch::Tensor reads;         // (B, H, Tk, d) reads after corruption, before any gate
+};
+
+/// The intervention points every attention layer exposes; all are off by default.
+struct AttentionHooks {
+  /// (1) Corruption of each head's reads (B, H, T, d) before any gate; gets the layer index.
+  std::function<torch::Tensor(const torch::Tensor& reads, int64_t layer)> corrupt;
+  /// (2) Override of the gate values (value-slot gates only).
+  GateOverride gate_override = GateOverride::none;
+  /// Seeds the permutations of GateOverride::shuffle.
+  int64_t override_seed = 0;
+  /// (3) When set, layer l stores its measurements in (*telemetry)[l] (resized as needed).
+  std::vector<AttentionTelemetry>* telemetry = nullptr;
+
+  bool active() const { return corrupt || gate_override != GateOverride::none || telemetry; }
+};
+
+/// Which computation path a forward pass without hooks or cache takes.
+enum class AttentionBackend { automatic, explicit_math, fused };
+
+/// The cached keys and (gated) reads of one layer, for incremental decoding.
+struct KVCache {
+  torch::Tensor keys;      // (B, H, T, d)
+  torch::Tensor reads;     // (B, H, T, d) reads after the value-slot gate
+  torch::Tensor key_bias;  // (B, H, T) log g_j of the routing-slot control; undefined otherwise
+  int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
+};
+
+/// The learned parameters of an arm (undefined where the arm has none).
+struct ArmParameters {
+  torch::Tensor sink_logit;  // (H) b_h of the sink logit
+  torch::Tensor gate_tau;    // (H) tau_h of the norm gate and the routing-slot control
+  torch::Tensor gate_w;      // (H, d) w_h of the projection gate
+  torch::Tensor gate_b;      // (H) b_h of the projection gate
+};
+
+/// How attend() runs.
+struct AttendOptions {
+  Arm arm;
+  double gate_beta = 8.0;
+  bool causal = true;    // false: every query sees every key (e.g. the toy task's single query)
+  int64_t layer = 0;     // passed to the hooks and the telemetry slot
+  const AttentionHooks* hooks = nullptr;
+  KVCache* cache = nullptr;  // causal only
+  AttentionBackend backend = AttentionBackend::automatic;
+};
+
+/// The attention arithmetic of an arm, shared by the language model and the toy task:
+/// queries q (B, H, Tq, d) over keys k (B, H, Tk, d) and reads v (B, H, Tk, d) -> (B, H, Tq, d).
+/// Applies the corruption hook to v, the gate, the phantom column and the overrides, and
+/// records telemetry. The fused path is taken when no hook or cache is active.
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     const ArmParameters& params, const AttendOptions& options);
+
+/// The gate's pre-sigmoid argument (B, H, T) from reads (B, H, T, d), in float32 (float64 for
+/// float64 reads), so that g_j = sigmoid(.) and log g_j = logsigmoid(.); undefined without a gate.
+torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmParameters& params, double beta);
+
+struct AttentionOptions {
+  int64_t n_embd = 384;
+  int64_t n_head = 6;
+  int64_t layer = 0;     // index of this layer (hooks and telemetry)
+  int64_t n_layer = 1;   // depth of the model (output-projection init 0.02/sqrt(2L))
+  Arm arm;
+  double gate_beta = 8.0;
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const AttentionOptions& options);
+
+  /// x: (B, T, C) -> (B, T, C). With a cache, x holds the new positions only; their keys and
+  /// reads are appended to the cache and they attend to every cached position.
+  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr);
+
+  void set_hooks(std::shared_ptr<const AttentionHooks> hooks) { hooks_ = std::move(hooks); }
+  void set_backend(AttentionBackend backend) { backend_ = backend; }
+
+  /// Names of the arm parameters that are never weight-decayed.
+  static const std::vector<std::string>& no_decay_names();
+  ArmParameters arm_parameters() const;
+
+  torch::nn::Linear c_attn{nullptr};  // (3C, C), no bias
+  torch::nn::Linear c_proj{nullptr};  // (C, C), no bias
+  torch::Tensor sink_logit;           // (H) b_h of the sink-logit arms, init 0
+  torch::Tensor gate_tau;             // (H) tau_h of the norm gate / routing control, init -4/beta
+  torch::Tensor gate_w;               // (H, d) w_h of the projection gate, init 0
+  torch::Tensor gate_b;               // (H) b_h of the projection gate, init 4
+
+ private:
+  AttentionOptions options_;
+  std::shared_ptr<const AttentionHooks> hooks_;
+  AttentionBackend backend_ = AttentionBackend::automatic;
+};
+TORCH_MODULE(Attention);
+
+/// Attention with a phantom key column of value zero and logit sink (H), through a fused
+/// kernel: out = O * sigma(lse - sink) with exact gradients for q, k, v and sink.
+/// q: (B, H, Tq, d), k and v: (B, H, Tk, d). Returns (B, H, Tq, d).
+torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const torch::Tensor& sink, double scale, bool causal = true);
+
+/// True when fused_sink_attention has a kernel for this device and dtype.
+bool fused_attention_supported(const torch::Tensor& q);
+
+}  // namespace sg

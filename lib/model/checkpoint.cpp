@@ -1,0 +1,126 @@
+// checkpoint.cpp — run files.
+#include "lib/model/checkpoint.h"
+
+#include "lib/base/error.h"
+#include "lib/io/h5.h"
+#include "lib/model/tensors.h"
+
+namespace sg {
+namespace {
+
+/// The AdamW state of one parameter (created on its first step).
+torch::optim::AdamWParamState* adam_state(torch::optim::AdamW& optimizer, const torch::Tensor& parameter) {
+  auto& states = optimizer.state();
+  auto found = states.find(parameter.unsafeGetTensorImpl());
+  if (found == states.end()) return nullptr;
+  return static_cast<torch::optim::AdamWParamState*>(found->second.get());
+}
+
+void require(const h5::Group& root, const std::string& path, const std::string& file) {
+  if (!root.exists(path)) throw InputError(file + ": run file lacks '" + path + "'", "is it complete? rewrite it with sg-train");
+}
+
+}  // namespace
+
+void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim::AdamW* optimizer,
+              const RunState& state, const Provenance& provenance) {
+  h5::Writer writer(path, force);
+  auto& root = writer.root();
+  h5::set_format(root, kRunFormat, kRunSchemaVersion);
+  write_provenance(root, provenance);
+  auto config = root.create_group("config");
+  for (const auto& [name, value] : to_fields(state.config)) config.set_attribute(name, value);
+  auto status = root.create_group("state");
+  status.set_attribute("step", state.step);
+  status.set_attribute("data_position", state.data_position);
+  status.set_attribute("tokens_seen", state.tokens_seen);
+  status.set_attribute("finished", static_cast<int64_t>(state.finished));
+  status.set_attribute("final_val_loss", state.final_val_loss);
+  status.set_attribute("token_file", state.token_file);
+  status.set_attribute("token_file_sha256", state.token_file_hash);
+  torch::NoGradGuard no_grad;
+  for (const auto& item : model.named_parameters()) {
+    write_tensor(root, "model/" + item.key(), item.value().detach().to(torch::kCPU, torch::kFloat));
+    if (!optimizer) continue;
+    if (auto* adam = adam_state(*optimizer, item.value())) {
+      auto group = root.create_group("optimizer/" + item.key());
+      group.set_attribute("step", adam->step());
+      write_tensor(group, "exp_avg", adam->exp_avg().to(torch::kCPU));
+      write_tensor(group, "exp_avg_sq", adam->exp_avg_sq().to(torch::kCPU));
+    }
+  }
+  const auto& c = state.curves;
+  root.write_ints("curves/step", c.step);
+  root.write_doubles("curves/train_loss", c.train_loss);
+  root.write_doubles("curves/lr", c.lr);
+  root.write_doubles("curves/tokens_per_second", c.tokens_per_second);
+  root.write_ints("curves/val_step", c.val_step);
+  root.write_doubles("curves/val_loss", c.val_loss);
+  writer.commit();
+}
+
+RunState read_run_state(const std::string& path) {
+  const auto root = h5::File::open(path);
+  h5::check_format(root, kRunFormat, kRunSchemaVersion);
+  for (const char* member : {"config", "state", "model", "curves"}) require(root, member, path);
+  RunState state;
+  const auto config = root.group("config");
+  for (const auto& name : config.attribute_names()) {
+    try {
+      set_field(state.config, name, config.attribute_string(name));
+    } catch (const UsageError& error) {
+      throw InputError(path + ": configuration field '" + name + "': " + error.what(),
+                       "was the file written by a newer sinkgate?");
+    }
+  }
+  const auto status = root.group("state");
+  state.step = status.attribute_int("step");
+  state.data_position = status.attribute_int("data_position");
+  state.tokens_seen = status.attribute_int("tokens_seen");
+  state.finished = status.attribute_int("finished") != 0;
+  state.final_val_loss = status.attribute_double("final_val_loss");
+  state.token_file = status.attribute_string("token_file");
+  state.token_file_hash = status.attribute_string("token_file_sha256");
+  auto& c = state.curves;
+  c.step = root.dataset("curves/step").read_ints();
+  c.train_loss = root.dataset("curves/train_loss").read_doubles();
+  c.lr = root.dataset("curves/lr").read_doubles();
+  c.tokens_per_second = root.dataset("curves/tokens_per_second").read_doubles();
+  c.val_step = root.dataset("curves/val_step").read_ints();
+  c.val_loss = root.dataset("curves/val_loss").read_doubles();
+  return state;
+}
+
+GPT load_model(const std::string& path, const torch::Device& device) {
+  const auto state = read_run_state(path);
+  const auto root = h5::File::open(path);
+  GPT model = build_model(state.config.model, state.config.seed);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    const std::string name = "model/" + item.key();
+    require(root, name, path);
+    const auto stored = read_tensor(root, name);
+    if (stored.sizes() != item.value().sizes())
+      throw InputError(path + ": parameter '" + item.key() + "' has shape " + c10::str(stored.sizes()) +
+                       ", the configuration implies " + c10::str(item.value().sizes()));
+    item.value().copy_(stored.to(torch::kFloat));
+  }
+  model->to(device);
+  return model;
+}
+
+void load_optimizer(const std::string& path, GPTImpl& model, torch::optim::AdamW& optimizer) {
+  const auto root = h5::File::open(path);
+  for (const auto& item : model.named_parameters()) {
+    const std::string name = "optimizer/" + item.key();
+    if (!root.exists(name)) continue;  // not stepped yet
+    const auto group = root.group(name);
+    auto state = std::make_unique<torch::optim::AdamWParamState>();
+    state->step(group.attribute_int("step"));
+    state->exp_avg(read_tensor(group, "exp_avg").to(item.value().device()));
+    state->exp_avg_sq(read_tensor(group, "exp_avg_sq").to(item.value().device()));
+    optimizer.state()[item.value().unsafeGetTensorImpl()] = std::move(state);
+  }
+}
+
+}  // namespace sg

@@ -1,0 +1,59 @@
+// checkpoint.h — run files (format "sinkgate-run"): a training run's checkpoint and curves.
+//
+// One HDF5 file holds everything needed to rebuild the model and continue the run exactly:
+// the full configuration, the weights by parameter name, the AdamW state, the step and the
+// position in the paired batch stream (the sampler is counter-based, so that index is its
+// whole random state), and the curves. Written atomically (temporary name, then rename).
+#pragma once
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/io/provenance.h"
+#include "lib/model/config.h"
+#include "lib/model/model.h"
+
+namespace sg {
+
+inline constexpr const char* kRunFormat = "sinkgate-run";
+inline constexpr int64_t kRunSchemaVersion = 1;
+
+/// Training curves: one entry per optimizer step, and one per validation estimate.
+struct Curves {
+  std::vector<int64_t> step;
+  std::vector<double> train_loss, lr, tokens_per_second;
+  std::vector<int64_t> val_step;
+  std::vector<double> val_loss;
+};
+
+/// Everything in a run file except the tensors.
+struct RunState {
+  RunConfig config;
+  int64_t step = 0;           // optimizer steps completed
+  int64_t data_position = 0;  // index of the next window of the training stream
+  int64_t tokens_seen = 0;
+  bool finished = false;
+  double final_val_loss = std::nan("");  // on final_eval_batches fixed batches, when finished
+  std::string token_file;       // path of the token file trained on
+  std::string token_file_hash;  // its SHA-256
+  Curves curves;
+};
+
+/// Writes a run file atomically. The optimizer may be null (weights only).
+void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim::AdamW* optimizer,
+              const RunState& state, const Provenance& provenance);
+
+/// Reads the configuration, state and curves of a run file; throws InputError naming the file.
+RunState read_run_state(const std::string& path);
+
+/// Rebuilds the model of a run file and loads its weights (float32) onto `device`.
+GPT load_model(const std::string& path, const torch::Device& device);
+
+/// Restores the AdamW moments and step counts of a run file into `optimizer`, whose parameters
+/// must be those of `model`.
+void load_optimizer(const std::string& path, GPTImpl& model, torch::optim::AdamW& optimizer);
+
+}  // namespace sg

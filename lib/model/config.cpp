@@ -1,0 +1,262 @@
+// config.cpp — tiers, field table and parsing of the run configuration.
+#include "lib/model/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "lib/base/error.h"
+#include "lib/base/text.h"
+
+namespace sg {
+namespace {
+
+Tier make_tier(std::string name, std::string description, int64_t layers, int64_t heads,
+               int64_t width, int64_t context, int64_t micro_batch, int64_t accumulation,
+               int64_t iterations, int64_t warmup) {
+  Tier tier;
+  tier.name = std::move(name);
+  tier.description = std::move(description);
+  tier.model.n_layer = layers;
+  tier.model.n_head = heads;
+  tier.model.n_embd = width;
+  tier.model.block_size = context;
+  tier.train.micro_batch = micro_batch;
+  tier.train.accumulation = accumulation;
+  tier.train.iterations = iterations;
+  tier.train.warmup = warmup;
+  return tier;
+}
+
+std::vector<Tier> build_tiers() {
+  std::vector<Tier> out;
+  // Table 3 of the paper.
+  out.push_back(make_tier("10M", "paper tier (Table 3), 0.20B tokens", 6, 6, 384, 512, 64, 1, 6000, 200));
+  out.push_back(make_tier("50M", "paper tier (Table 3), 0.95B tokens", 10, 10, 640, 1024, 16, 2, 29000, 500));
+  out.push_back(make_tier("124M", "paper tier (Table 3), 1.60B tokens", 12, 12, 768, 1024, 8, 4, 48800, 800));
+  out.push_back(make_tier("350M", "paper tier (Table 3), 5.80B tokens", 24, 16, 1024, 1024, 8, 4, 177000, 2000));
+  // CPU tiers for tests and quick runs.
+  Tier tiny = make_tier("tiny", "CPU tier for tests: seconds", 2, 2, 64, 64, 8, 1, 200, 20);
+  tiny.train.eval_interval = 50;
+  tiny.train.eval_batches = 4;
+  tiny.train.final_eval_batches = 8;
+  tiny.train.checkpoint_interval = 100;
+  out.push_back(tiny);
+  Tier quick = make_tier("quick", "CPU tier of the quick profile (Makefile.experiments): minutes", 2, 4, 64, 64, 8, 1,
+                         400, 40);
+  quick.train.eval_interval = 100;
+  quick.train.eval_batches = 4;
+  quick.train.final_eval_batches = 16;
+  quick.train.checkpoint_interval = 200;
+  out.push_back(quick);
+  Tier small = make_tier("small", "CPU tier for quick runs: a few minutes", 3, 4, 128, 128, 16, 1, 600, 50);
+  small.train.eval_interval = 100;
+  small.train.eval_batches = 8;
+  small.train.final_eval_batches = 16;
+  small.train.checkpoint_interval = 200;
+  out.push_back(small);
+  Tier cpu = make_tier("cpu", "CPU tier of the throughput benchmark", 4, 4, 256, 256, 8, 1, 1000, 100);
+  cpu.train.eval_interval = 200;
+  cpu.train.eval_batches = 8;
+  cpu.train.final_eval_batches = 16;
+  cpu.train.checkpoint_interval = 250;
+  out.push_back(cpu);
+  return out;
+}
+
+struct Field {
+  const char* name;
+  std::function<std::string(const RunConfig&)> get;
+  std::function<void(RunConfig&, const std::string&)> set;
+};
+
+int64_t parse_int(const std::string& key, const std::string& text) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw UsageError("field '" + key + "' needs an integer, got '" + text + "'");
+  return value;
+}
+
+double parse_double(const std::string& key, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value))
+    throw UsageError("field '" + key + "' needs a finite number, got '" + text + "'");
+  return value;
+}
+
+std::string format_double(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+
+#define SG_INT_FIELD(NAME, MEMBER)                                                        \
+  Field {                                                                                 \
+    NAME, [](const RunConfig& c) { return std::to_string(c.MEMBER); },                    \
+        [](RunConfig& c, const std::string& v) { c.MEMBER = parse_int(NAME, v); }         \
+  }
+#define SG_DOUBLE_FIELD(NAME, MEMBER)                                                     \
+  Field {                                                                                 \
+    NAME, [](const RunConfig& c) { return format_double(c.MEMBER); },                     \
+        [](RunConfig& c, const std::string& v) { c.MEMBER = parse_double(NAME, v); }      \
+  }
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      Field{"tier", [](const RunConfig& c) { return c.tier; },
+            [](RunConfig& c, const std::string& v) { c.tier = v; }},
+      Field{"arm", [](const RunConfig& c) { return c.model.arm.name(); },
+            [](RunConfig& c, const std::string& v) { c.model.arm = parse_arm(v); }},
+      SG_INT_FIELD("seed", seed),
+      SG_INT_FIELD("n_layer", model.n_layer),
+      SG_INT_FIELD("n_head", model.n_head),
+      SG_INT_FIELD("n_embd", model.n_embd),
+      SG_INT_FIELD("block_size", model.block_size),
+      SG_INT_FIELD("vocab_size", model.vocab_size),
+      SG_DOUBLE_FIELD("gate_beta", model.gate_beta),
+      SG_INT_FIELD("micro_batch", train.micro_batch),
+      SG_INT_FIELD("accumulation", train.accumulation),
+      SG_INT_FIELD("iterations", train.iterations),
+      SG_INT_FIELD("warmup", train.warmup),
+      SG_DOUBLE_FIELD("lr_peak", train.lr_peak),
+      SG_DOUBLE_FIELD("lr_min", train.lr_min),
+      SG_DOUBLE_FIELD("weight_decay", train.weight_decay),
+      SG_DOUBLE_FIELD("beta1", train.beta1),
+      SG_DOUBLE_FIELD("beta2", train.beta2),
+      SG_DOUBLE_FIELD("grad_clip", train.grad_clip),
+      SG_INT_FIELD("eval_interval", train.eval_interval),
+      SG_INT_FIELD("eval_batches", train.eval_batches),
+      SG_INT_FIELD("final_eval_batches", train.final_eval_batches),
+      SG_INT_FIELD("eval_seed", train.eval_seed),
+      SG_INT_FIELD("checkpoint_interval", train.checkpoint_interval),
+  };
+  return table;
+}
+
+#undef SG_INT_FIELD
+#undef SG_DOUBLE_FIELD
+
+}  // namespace
+
+void ModelConfig::validate() const {
+  auto positive = [](const char* name, int64_t value) {
+    if (value <= 0) throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
+  };
+  positive("n_layer", n_layer);
+  positive("n_head", n_head);
+  positive("n_embd", n_embd);
+  positive("block_size", block_size);
+  positive("vocab_size", vocab_size);
+  if (n_embd % n_head != 0)
+    throw UsageError("n_embd (" + std::to_string(n_embd) + ") is not divisible by n_head (" +
+                     std::to_string(n_head) + ")");
+  if (!(gate_beta > 0)) throw UsageError("gate_beta must be positive");
+}
+
+void TrainConfig::validate() const {
+  if (micro_batch <= 0 || accumulation <= 0) throw UsageError("micro_batch and accumulation must be positive");
+  if (iterations <= 0) throw UsageError("iterations must be positive");
+  if (warmup < 0 || warmup > iterations) throw UsageError("warmup must lie in [0, iterations]");
+  if (!(lr_peak > 0) || lr_min < 0 || lr_min > lr_peak) throw UsageError("need 0 <= lr_min <= lr_peak, lr_peak > 0");
+  if (weight_decay < 0) throw UsageError("weight_decay must be non-negative");
+  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) throw UsageError("beta1 and beta2 must lie in [0, 1)");
+  if (!(grad_clip > 0)) throw UsageError("grad_clip must be positive");
+  if (eval_interval <= 0 || eval_batches <= 0 || final_eval_batches <= 0 || checkpoint_interval <= 0)
+    throw UsageError("eval_interval, eval_batches, final_eval_batches and checkpoint_interval must be positive");
+}
+
+const std::vector<Tier>& tiers() {
+  static const std::vector<Tier> all = build_tiers();
+  return all;
+}
+
+const Tier& find_tier(const std::string& name) {
+  std::string names;
+  for (const auto& tier : tiers()) {
+    if (tier.name == name) return tier;
+    names += (names.empty() ? "" : ", ") + tier.name;
+  }
+  throw UsageError("unknown tier '" + name + "'", "valid tiers: " + names);
+}
+
+RunConfig make_run_config(const std::string& tier_name, const std::string& arm, int64_t seed) {
+  const Tier& tier = find_tier(tier_name);
+  RunConfig config;
+  config.tier = tier.name;
+  config.model = tier.model;
+  config.train = tier.train;
+  config.model.arm = parse_arm(arm);
+  config.seed = seed;
+  return config;
+}
+
+void set_field(RunConfig& config, const std::string& key, const std::string& value) {
+  for (const auto& field : fields()) {
+    if (key == field.name) {
+      field.set(config, value);
+      return;
+    }
+  }
+  std::string names;
+  for (const auto& field : fields()) names += (names.empty() ? "" : ", ") + std::string(field.name);
+  throw UsageError("unknown configuration field '" + key + "'", "fields: " + names);
+}
+
+void apply_overrides(RunConfig& config, const std::vector<std::string>& assignments) {
+  for (const auto& assignment : assignments) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos)
+      throw UsageError("override '" + assignment + "' is not of the form key=value");
+    set_field(config, trim(assignment.substr(0, eq)), trim(assignment.substr(eq + 1)));
+  }
+}
+
+void load_config_file(RunConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open configuration file");
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos)
+      throw InputError(path + ":" + std::to_string(number) + ": expected 'key = value', got '" + line + "'");
+    try {
+      set_field(config, trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+    } catch (const UsageError& error) {
+      throw InputError(path + ":" + std::to_string(number) + ": " + error.what(), error.hint());
+    }
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& field : fields()) out.emplace_back(field.name, field.get(config));
+  return out;
+}
+
+std::vector<std::string> field_names() {
+  std::vector<std::string> out;
+  for (const auto& field : fields()) out.emplace_back(field.name);
+  return out;
+}
+
+}  // namespace sg

@@ -1,0 +1,95 @@
+// config.h — model and training configuration, the named tiers of Table 3, and overrides.
+//
+// Every field has a name ("n_layer", "lr_peak", …) through which it can be set from a string,
+// so the command line (--set n_layer=4), a --config file of "key = value" lines and the
+// attributes of a checkpoint all use one vocabulary.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/model/arm.h"
+
+namespace sg {
+
+/// The GPT-2-style decoder (paper App. A) and its attention arm.
+struct ModelConfig {
+  int64_t n_layer = 6;
+  int64_t n_head = 6;
+  int64_t n_embd = 384;
+  int64_t block_size = 512;  // context length in tokens (excluding a sink token)
+  int64_t vocab_size = 50257;
+  Arm arm;
+  double gate_beta = 8.0;  // fixed sharpness of the norm gate (Eq. 3)
+
+  int64_t head_dim() const { return n_embd / n_head; }
+  /// Throws UsageError when the fields are inconsistent (e.g. width not divisible by heads).
+  void validate() const;
+};
+
+/// The optimisation recipe of App. A and the per-tier schedule of Table 3.
+struct TrainConfig {
+  int64_t micro_batch = 64;   // sequences per forward pass
+  int64_t accumulation = 1;   // micro-batches per optimizer step
+  int64_t iterations = 6000;  // optimizer steps
+  int64_t warmup = 200;       // linear warm-up steps
+  double lr_peak = 6e-4;
+  double lr_min = 6e-5;  // reached by the cosine at the final iteration
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double grad_clip = 1.0;       // global gradient norm
+  int64_t eval_interval = 250;  // steps between validation estimates
+  int64_t eval_batches = 16;    // batches per validation estimate during training
+  int64_t final_eval_batches = 64;
+  int64_t eval_seed = 1234;  // seeds the fixed validation batches, the same for every run
+  int64_t checkpoint_interval = 1000;
+
+  int64_t batch() const { return micro_batch * accumulation; }
+  void validate() const;
+};
+
+/// Everything that defines one training run.
+struct RunConfig {
+  std::string tier = "10M";
+  ModelConfig model;
+  TrainConfig train;
+  int64_t seed = 0;
+};
+
+/// A named preset (Table 3, plus small CPU tiers).
+struct Tier {
+  std::string name;
+  std::string description;
+  ModelConfig model;
+  TrainConfig train;
+};
+
+/// All presets: 10M, 50M, 124M, 350M (Table 3) and the CPU tiers tiny, quick, small, cpu.
+const std::vector<Tier>& tiers();
+
+/// The preset of that name; throws UsageError listing the valid names.
+const Tier& find_tier(const std::string& name);
+
+/// A RunConfig initialised from a tier preset, with the given arm and seed.
+RunConfig make_run_config(const std::string& tier, const std::string& arm, int64_t seed);
+
+/// Sets one field by name from its string form ("n_layer", "4"); throws UsageError on an
+/// unknown key or a value that does not parse.
+void set_field(RunConfig& config, const std::string& key, const std::string& value);
+
+/// Applies "key=value" strings in order.
+void apply_overrides(RunConfig& config, const std::vector<std::string>& assignments);
+
+/// Reads a configuration file of "key = value" lines ('#' starts a comment) into config;
+/// throws InputError naming the file and line.
+void load_config_file(RunConfig& config, const std::string& path);
+
+/// Every field as (name, value string), in a fixed order; round-trips through set_field.
+std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& config);
+
+/// The names of all settable fields.
+std::vector<std::string> field_names();
+
+}  // namespace sg

@@ -1,0 +1,148 @@
+// cpu_kernels.cpp — MKL's packed GEMM (looked up at run time) and the AVX-512 shifted-exponential rows.
+#include "lib/model/cpu_kernels.h"
+
+// GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
+// pass-through operands) wherever they are inlined; the warnings say nothing about this file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <immintrin.h>
+
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <stdexcept>
+
+namespace sg {
+namespace {
+
+// SG_CPU_KERNELS=0 in the environment starts with the fast paths off (to compare, or to rule
+// them out when something looks wrong).
+std::atomic<bool> kernels_enabled{[] {
+  const char* value = std::getenv("SG_CPU_KERNELS");
+  return !(value && std::string(value) == "0");
+}()};
+
+// MKL's CBLAS packed-GEMM interface (LP64: MKL_INT is int; the enums are C enums).
+enum : int { kRowMajor = 101, kNoTrans = 111, kTrans = 112, kPacked = 151, kBMatrix = 162 };
+using PackFunction = void (*)(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src,
+                              int ld, float* dest);
+using PackSizeFunction = size_t (*)(int identifier, int m, int n, int k);
+using ComputeFunction = void (*)(int layout, int transa, int transb, int m, int n, int k, const float* a, int lda,
+                                 const float* b, int ldb, float beta, float* c, int ldc);
+
+struct Mkl {
+  PackFunction pack = nullptr;
+  PackSizeFunction pack_size = nullptr;
+  ComputeFunction compute = nullptr;
+  bool found() const { return pack && pack_size && compute; }
+};
+
+const Mkl& mkl() {
+  static const Mkl functions = [] {
+    Mkl f;
+    f.pack = reinterpret_cast<PackFunction>(dlsym(RTLD_DEFAULT, "cblas_sgemm_pack"));
+    f.pack_size = reinterpret_cast<PackSizeFunction>(dlsym(RTLD_DEFAULT, "cblas_sgemm_pack_get_size"));
+    f.compute = reinterpret_cast<ComputeFunction>(dlsym(RTLD_DEFAULT, "cblas_sgemm_compute"));
+    return f;
+  }();
+  return functions;
+}
+
+int as_int(int64_t value) {
+  if (value < 0 || value > INT_MAX) throw std::logic_error("PackedRightOperand: dimension out of MKL's int range");
+  return static_cast<int>(value);
+}
+
+// exp(v - shift) for v <= shift: 2^k p(r), v - shift = k ln2 + r, |r| <= ln2 / 2, ln2 in two
+// parts and Cephes' expf polynomial; scalef gives 2^k exactly, down to zero for k < -149.
+__attribute__((target("avx512f"), always_inline)) inline __m512 exp_shifted(__m512 v, __m512 shift) {
+  // max returns its second operand when either is NaN: a NaN logit stays NaN (and so does the sum).
+  const __m512 t = _mm512_max_ps(_mm512_set1_ps(-103.0f), _mm512_sub_ps(v, shift));
+  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), t);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, k);
+}
+
+__attribute__((target("avx512f"))) double exp_shifted_row(float* x, int64_t n, float* rowmax) {
+  const int64_t wide = n / 64 * 64;
+  __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;  // four chains: loads, not latency, bound
+  for (int64_t i = 0; i < wide; i += 64) {
+    m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+    m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
+    m2 = _mm512_max_ps(m2, _mm512_loadu_ps(x + i + 32));
+    m3 = _mm512_max_ps(m3, _mm512_loadu_ps(x + i + 48));
+  }
+  float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+  for (int64_t i = wide; i < n; ++i) m = std::max(m, x[i]);
+  *rowmax = m;
+  const __m512 shift = _mm512_set1_ps(m);
+  double sum = 0.0;
+  for (int64_t start = 0; start < wide; start += 2048) {
+    const int64_t end = std::min(wide, start + 2048);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (int64_t i = start; i < end; i += 32) {
+      const __m512 e0 = exp_shifted(_mm512_loadu_ps(x + i), shift);
+      const __m512 e1 = exp_shifted(_mm512_loadu_ps(x + i + 16), shift);
+      _mm512_storeu_ps(x + i, e0);
+      _mm512_storeu_ps(x + i + 16, e1);
+      s0 = _mm512_add_ps(s0, e0);
+      s1 = _mm512_add_ps(s1, e1);
+    }
+    sum += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
+  }
+  for (int64_t i = wide; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += static_cast<double>(x[i]);
+  }
+  return sum;
+}
+
+}  // namespace
+
+void enable_cpu_kernels(bool enabled) { kernels_enabled = enabled; }
+
+bool PackedRightOperand::available() { return kernels_enabled && mkl().found(); }
+
+PackedRightOperand::PackedRightOperand(const float* b, int64_t ldb, bool transposed, int64_t max_rows, int64_t n,
+                                       int64_t k)
+    : max_rows_(max_rows), n_(n), k_(k) {
+  if (!available()) throw std::logic_error("PackedRightOperand: MKL's packed GEMM is not available");
+  const auto& f = mkl();
+  const size_t bytes = f.pack_size(kBMatrix, as_int(max_rows), as_int(n), as_int(k));
+  packed_ = torch::empty({static_cast<int64_t>(bytes / sizeof(float)) + 16}, torch::kFloat);
+  f.pack(kRowMajor, kBMatrix, transposed ? kTrans : kNoTrans, as_int(max_rows), as_int(n), as_int(k), 1.0f, b,
+         as_int(ldb), packed_.data_ptr<float>());
+}
+
+void PackedRightOperand::multiply(const float* a, int64_t lda, int64_t m, float* c, int64_t ldc) const {
+  if (m < 1 || m > max_rows_) throw std::logic_error("PackedRightOperand: rows out of range");
+  mkl().compute(kRowMajor, kNoTrans, kPacked, as_int(m), as_int(n_), as_int(k_), a, as_int(lda),
+                packed_.data_ptr<float>(), as_int(k_), 0.0f, c, as_int(ldc));
+}
+
+bool has_exp_shifted_rows() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return kernels_enabled && avx512;
+}
+
+void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {
+  if (!has_exp_shifted_rows()) throw std::logic_error("exp_shifted_rows: the CPU has no AVX-512F");
+  at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) sums[r] = exp_shifted_row(x + r * stride, n, rowmax + r);
+  });
+}
+
+}  // namespace sg

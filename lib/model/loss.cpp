@@ -1,0 +1,122 @@
+// loss.cpp — chunked linear + cross-entropy with gradients computed in the forward pass.
+#include "lib/model/loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "lib/model/cpu_kernels.h"
+
+namespace sg {
+namespace {
+
+using torch::indexing::Slice;
+
+// Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
+//   loss     = sum_rows (rowmax + log s - logit[target]) / N
+//   dhidden  = (E W) / (s N)  -  W[target] / N                   (row scaling after the product)
+//   dweight += Eᵀ (hidden / (s N))  -  scatter(target, hidden / N)
+// The (n, V) buffer is written once by the first product and passes through three elementwise
+// sweeps (max, exp, sum; one fused pass on the CPU fast path); the per-row scalings act on (n, C) matrices, and dweight accumulates in
+// place (beta = 1) instead of through an (V, C) temporary.
+class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
+                               torch::Tensor targets, int64_t chunk_rows) {
+    const int64_t rows = hidden.size(0), vocab = weight.size(0);
+    const bool need_grad = hidden.requires_grad() || weight.requires_grad();
+    if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(64, (int64_t{1} << 24) / vocab);  // ~64 MB of float logits
+    // Softmax and sums in float32 (float64 for float64 inputs).
+    const auto math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    const double inverse_rows = 1.0 / static_cast<double>(rows);
+    torch::Tensor grad_hidden, grad_weight;
+    const auto weight_m = weight.to(math);
+    const auto weight_h = weight.to(hidden.scalar_type());  // cast once, not per chunk (bf16 under autocast)
+    if (need_grad) {
+      grad_hidden = torch::empty_like(hidden);
+      grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
+    }
+    // CPU float32: the fast paths of lib/cpu_kernels where they run. The weight is packed once
+    // for every chunk and both products that read it; max, exp and sum are one pass over each row.
+    const bool cpu_float = hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
+    const bool fused_rows = cpu_float && has_exp_shifted_rows();
+    const int64_t width = hidden.size(1);
+    std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
+    if (cpu_float && rows > 0 && PackedRightOperand::available()) {
+      const auto w = weight.contiguous();
+      const int64_t most_rows = std::min(chunk_rows, rows);
+      times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
+      if (need_grad) times_weight.emplace(w.data_ptr<float>(), width, /*transposed=*/false, most_rows, width, vocab);
+    }
+    auto total = torch::zeros({}, hidden.options().dtype(torch::kDouble));
+    for (int64_t begin = 0; begin < rows; begin += chunk_rows) {
+      const int64_t end = std::min(rows, begin + chunk_rows), n = end - begin;
+      const auto h = hidden.index({Slice(begin, end)});
+      const auto t = targets.index({Slice(begin, end)});
+      torch::Tensor logits;  // (n, V)
+      if (times_weight_t) {
+        logits = torch::empty({n, vocab}, hidden.options());
+        times_weight_t->multiply(h.contiguous().data_ptr<float>(), width, n, logits.data_ptr<float>(), vocab);
+      } else {
+        logits = torch::matmul(h, weight.t()).to(math);
+      }
+      const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1);
+      torch::Tensor rowmax, sums;  // (n, 1), (n); sums in float64 from the fused rows
+      if (fused_rows) {
+        rowmax = torch::empty({n, 1}, logits.options());
+        sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
+        exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>());
+      } else {
+        rowmax = logits.amax(1, /*keepdim=*/true);
+        logits.sub_(rowmax).exp_();
+        sums = logits.sum(1);
+      }
+      const auto& e = logits;
+      total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
+      if (!need_grad) continue;
+      const auto row_scale = (sums.reciprocal() * inverse_rows).to(math).unsqueeze(1);  // 1 / (s N), (n, 1)
+      const auto h_m = h.to(math);
+      const auto e_h = e.to(h.scalar_type());
+      torch::Tensor product;  // (n, C)
+      if (times_weight) {
+        product = torch::empty({n, width}, hidden.options());
+        times_weight->multiply(e.data_ptr<float>(), vocab, n, product.data_ptr<float>(), width);
+      } else {
+        product = torch::matmul(e_h, weight_h).to(math);
+      }
+      grad_hidden.index_put_({Slice(begin, end)},
+                             (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
+      const auto h_scaled = h_m * row_scale;
+      if (h.scalar_type() != math) {  // bf16 under CUDA autocast: the product in bf16, as autocast would
+        const auto part = torch::matmul(e_h.t(), h_scaled.to(h.scalar_type())).to(math);
+        if (begin == 0) grad_weight.copy_(part); else grad_weight.add_(part);
+      } else if (begin == 0) {
+        torch::mm_out(grad_weight, e.t(), h_scaled);
+      } else {
+        grad_weight.addmm_(e.t(), h_scaled);
+      }
+      grad_weight.index_add_(0, t, h_m, -inverse_rows);
+    }
+    if (need_grad) ctx->save_for_backward({grad_hidden, grad_weight.to(weight.scalar_type())});
+    return (total * inverse_rows).to(math);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& scale = grads[0];
+    // The usual case, loss.backward() with one micro-batch a step: no (V, C) multiply by one.
+    if (scale.device().is_cpu() && scale.item<double>() == 1.0) return {saved[0], saved[1], torch::Tensor(), torch::Tensor()};
+    return {saved[0] * scale.to(saved[0].scalar_type()), saved[1] * scale.to(saved[1].scalar_type()),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                   const torch::Tensor& targets, int64_t chunk_rows) {
+  return LinearCrossEntropy::apply(hidden, weight, targets, chunk_rows);
+}
+
+}  // namespace sg

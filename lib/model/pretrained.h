@@ -1,0 +1,121 @@
+// pretrained.h — GPT-2 and GPT-NeoX (Pythia) language models read from a Hugging Face checkpoint
+// folder (config.json + model.safetensors, or shards with model.safetensors.index.json), with a
+// forward pass in LibTorch on the CPU or CUDA that matches transformers' eager implementation
+// (tests/test_pretrained.cpp compares logits and attention weights with transformers 5).
+//
+// GPT-2 (model_type "gpt2": gpt2, gpt2-medium, gpt2-large, gpt2-xl): pre-norm blocks, Conv1D
+// weights stored (in, out) and transposed here, biases everywhere, learned positions, GELU with
+// the tanh approximation ("gelu_new"), head tied to the token embedding unless lm_head.weight is
+// given and tie_word_embeddings is false.
+// GPT-NeoX (model_type "gpt_neox": the Pythia suite): rotary embeddings on the first
+// int(head_dim * rotary_pct) dimensions of each query and key (rotate-half form, base
+// rotary_emb_base; transformers 5 spells these rope_parameters.partial_rotary_factor and
+// rope_theta), parallel residual x + attn(ln1 x) + mlp(ln2 x) or sequential (use_parallel_residual),
+// the fused query_key_value laid out per head as [q_h k_h v_h] for h = 0..H-1 (reordered to
+// [Q; K; V] when loaded), exact GELU, separate unembedding embed_out (unless tied).
+//
+// Weights are read in the checkpoint's dtype (F32, F16 or BF16) and computed in float32.
+// Checked on load (InputError naming the file): config.json fields, every expected tensor
+// present with the shape config.json implies and, when config.json declares a dtype
+// ("torch_dtype" or "dtype"), with that dtype.
+//
+// Not here: tokenisation (tokenizer.h), the survey statistics (survey.h), training or caching.
+#pragma once
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/model/attention.h"
+
+namespace sg {
+
+enum class Architecture { gpt2, gpt_neox };
+
+/// The fields of config.json that define the computation.
+struct PretrainedConfig {
+  Architecture architecture = Architecture::gpt2;
+  int64_t n_layer = 0, n_head = 0, n_embd = 0;
+  int64_t n_inner = 0;      // MLP width (GPT-2 n_inner, default 4 n_embd; NeoX intermediate_size)
+  int64_t vocab_size = 0;
+  int64_t n_positions = 0;  // longest sequence (GPT-2 n_positions; NeoX max_position_embeddings)
+  double layer_norm_eps = 1e-5;
+  bool gelu_tanh = true;    // "gelu_new"/"gelu_pytorch_tanh"/"gelu_fast" (tanh form) or "gelu" (erf)
+  bool tie_word_embeddings = true;
+  std::string dtype;        // the declared weight dtype ("float32", "float16", "bfloat16"; "" if none)
+  // GPT-2 only.
+  bool scale_attn_weights = true;               // logits / sqrt(d)
+  bool scale_attn_by_inverse_layer_idx = false;  // and / (layer + 1)
+  // GPT-NeoX only.
+  double rotary_pct = 1.0;
+  double rotary_base = 10000.0;
+  bool use_parallel_residual = true;
+  bool attention_bias = true;
+
+  int64_t head_dim() const { return n_embd / n_head; }
+  /// Rotary dimensions per head: int(head_dim * rotary_pct) as transformers computes it (NeoX).
+  int64_t rotary_dims() const;
+  /// "gpt2" or "gpt_neox".
+  std::string model_type() const;
+};
+
+/// Reads and checks config.json. Throws InputError naming the file for a missing or malformed
+/// file, an unsupported model_type, or fields this implementation does not compute (another rope
+/// type or rope scaling, cross-attention, an unknown activation).
+PretrainedConfig read_pretrained_config(const std::string& path);
+
+/// Receives one layer's attention measurements during a forward pass: weights (B, H, T, T),
+/// read_norms (B, H, T) = |v_j|/sqrt(d), reads (B, H, T, d); phantom_mass and gates undefined.
+using TelemetryCallback = std::function<void(int64_t layer, const AttentionTelemetry& telemetry)>;
+
+/// The weights of one block in nn.Linear layout (out, in).
+struct PretrainedBlock {
+  torch::Tensor ln1_weight, ln1_bias, ln2_weight, ln2_bias;
+  torch::Tensor qkv_weight, qkv_bias;    // (3C, C), (3C): rows [Q; K; V], head-major within each
+  torch::Tensor proj_weight, proj_bias;  // (C, C), (C)
+  torch::Tensor fc_weight, fc_bias;      // (n_inner, C), (n_inner)
+  torch::Tensor out_weight, out_bias;    // (C, n_inner), (C)
+};
+
+class PretrainedModel {
+ public:
+  /// Loads config.json and the safetensors weights of a checkpoint folder onto `device` (float32).
+  /// Throws InputError naming the file and the problem (see the file comment).
+  static PretrainedModel load(const std::string& folder, const torch::Device& device);
+
+  /// idx (B, T) int64 -> logits (B, T, V), float32. T must not exceed n_positions (UsageError).
+  /// With a callback, attention is computed explicitly and each layer's telemetry is passed to it;
+  /// without, the fused kernel is used.
+  torch::Tensor forward(const torch::Tensor& idx, const TelemetryCallback& telemetry = {}) const;
+
+  /// idx (B, T) -> hidden states after the final LayerNorm (B, T, C); the head is not applied.
+  torch::Tensor hidden(const torch::Tensor& idx, const TelemetryCallback& telemetry = {}) const;
+
+  const PretrainedConfig& config() const { return config_; }
+  const std::string& folder() const { return folder_; }
+  /// The files read (config.json and the safetensors files), for provenance.
+  const std::vector<std::string>& files() const { return files_; }
+  /// Parameters as transformers counts them: embeddings, blocks, final norm, and the head once
+  /// (none extra when tied).
+  int64_t parameter_count() const { return parameter_count_; }
+  torch::Device device() const { return token_embedding_.device(); }
+
+ private:
+  torch::Tensor block_forward(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
+                              const TelemetryCallback& telemetry) const;
+  torch::Tensor attention(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
+                          const TelemetryCallback& telemetry) const;
+
+  PretrainedConfig config_;
+  std::string folder_;
+  std::vector<std::string> files_;
+  int64_t parameter_count_ = 0;
+  torch::Tensor token_embedding_;     // (V, C)
+  torch::Tensor position_embedding_;  // (n_positions, C), GPT-2 only
+  std::vector<PretrainedBlock> blocks_;
+  torch::Tensor final_norm_weight_, final_norm_bias_;
+  torch::Tensor head_weight_;         // (V, C): the token embedding when tied
+};
+
+}  // namespace sg

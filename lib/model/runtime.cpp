@@ -1,0 +1,67 @@
+// runtime.cpp — device parsing, threads, the heap, autocast, the model tools' wrapper.
+#include "lib/model/runtime.h"
+
+#include <ATen/autocast_mode.h>
+#include <malloc.h>
+
+#include <climits>
+
+#include "lib/base/error.h"
+
+namespace sg {
+
+int run_torch_tool(cli::Parser& parser, int argc, char** argv, const std::function<void()>& body) {
+  return cli::run_tool(parser, argc, argv, [&] {
+    tune_allocator();
+    try {
+      body();
+    } catch (const c10::Error& error) {
+      throw Error(error.what_without_backtrace());
+    }
+  });
+}
+
+torch::Device parse_device(const std::string& name) {
+  torch::Device device(torch::kCPU);
+  try {
+    device = torch::Device(name);
+  } catch (const c10::Error&) {
+    throw UsageError("unknown device '" + name + "'", "use cpu, cuda or cuda:N");
+  }
+  if (device.is_cuda()) {
+    if (!torch::cuda::is_available())
+      throw UsageError("device '" + name + "' asked for, but no CUDA GPU is available", "use --device cpu");
+    if (device.has_index() && device.index() >= static_cast<int>(torch::cuda::device_count()))
+      throw UsageError("device '" + name + "' does not exist: " + std::to_string(torch::cuda::device_count()) +
+                       " CUDA device(s)");
+  } else if (!device.is_cpu()) {
+    throw UsageError("unsupported device '" + name + "'", "use cpu, cuda or cuda:N");
+  }
+  return device;
+}
+
+void tune_allocator() {
+  mallopt(M_MMAP_MAX, 0);               // no mmap'd chunks: large buffers come from the heap …
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);   // … and the heap is never trimmed back to the OS
+  mallopt(M_TOP_PAD, 64 << 20);         // grow it in large steps
+}
+
+void set_threads(int64_t threads) {
+  if (threads < 0) throw UsageError("--threads must be >= 0");
+  if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+}
+
+AutocastGuard::AutocastGuard(const torch::Device& device) : enabled_(device.is_cuda()) {
+  if (!enabled_) return;
+  previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!enabled_) return;
+  at::autocast::set_autocast_enabled(at::kCUDA, previous_);
+  if (!previous_) at::autocast::clear_cache();
+}
+
+}  // namespace sg

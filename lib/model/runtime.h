@@ -1,0 +1,44 @@
+// runtime.h — the LibTorch side of a tool's process: device selection, thread count, the heap,
+// bf16 autocast on CUDA, and the wrapper that runs a model tool.
+//
+// Not here: the command-line vocabulary itself (lib/base/cli.h, which needs no LibTorch).
+#pragma once
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+
+#include "lib/base/cli.h"
+
+namespace sg {
+
+/// cli::run_tool for the tools that run a model: tunes the heap (tune_allocator) before body and
+/// reports LibTorch's errors as "TOOL: error: MESSAGE" without their C++ backtrace (exit 1).
+int run_torch_tool(cli::Parser& parser, int argc, char** argv, const std::function<void()>& body);
+
+/// "cpu", "cuda" or "cuda:N"; throws UsageError when CUDA is asked for but not available.
+torch::Device parse_device(const std::string& name);
+
+/// Keeps freed memory in the process instead of returning large buffers to the OS and faulting
+/// them back in on every training step (glibc's default behaviour, which made PyTorch eager
+/// several times slower on these machines). run_torch_tool calls it before the tool starts.
+void tune_allocator();
+
+/// Sets LibTorch's intra-op threads (0: keep LibTorch's default, all cores).
+void set_threads(int64_t threads);
+
+/// While alive, matrix multiplications on CUDA run under bf16 autocast (App. A); the gate
+/// maths are written to stay in float32 regardless. A no-op on the CPU.
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(const torch::Device& device);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool enabled_ = false;
+  bool previous_ = false;
+};
+
+}  // namespace sg

@@ -1,0 +1,252 @@
+// corpus.cpp — document streams and parallel tokenisation.
+#include "lib/text/corpus.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/text/token_file.h"
+
+namespace sg {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_ascii_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/// The last position p in (0, size) where the pre-tokeniser always cuts: an ASCII space after a
+/// non-space ASCII byte. 0 when there is none.
+size_t safe_cut(const std::string& text) {
+  for (size_t p = text.size() - 1; p > 0; --p) {
+    const auto before = static_cast<unsigned char>(text[p - 1]);
+    if (text[p] == ' ' && before < 0x80 && !is_ascii_space(before)) return p;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const auto& input : inputs) {
+    if (input == "-") {
+      files.push_back(input);
+      continue;
+    }
+    std::error_code error;
+    const auto status = fs::status(input, error);
+    if (error || !fs::exists(status)) throw InputError(input + ": no such file or directory");
+    if (fs::is_directory(status)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::recursive_directory_iterator(input))
+        if (entry.is_regular_file()) found.push_back(entry.path().string());
+      std::sort(found.begin(), found.end());
+      if (found.empty()) throw InputError(input + ": directory holds no files");
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(input);
+    }
+  }
+  return files;
+}
+
+struct CorpusReader::State {
+  std::vector<std::string> files;
+  CorpusOptions options;
+  size_t index = 0;
+  std::ifstream file;
+  std::istream* in = nullptr;
+  bool jsonl = false;
+  int64_t line_number = 0;
+  std::string carry;  // plain text read but not yet handed out
+  std::unique_ptr<char[]> buffer;  // block_bytes, allocated once
+  int64_t bytes_read = 0, bytes_total = 0;
+
+  bool open_next() {
+    if (file.is_open()) file.close();
+    in = nullptr;
+    while (index < files.size()) {
+      const auto& name = files[index++];
+      line_number = 0;
+      carry.clear();
+      if (name == "-") {
+        in = &std::cin;
+        jsonl = options.stdin_jsonl;
+        return true;
+      }
+      file.open(name, std::ios::binary);
+      if (!file) throw InputError(name + ": cannot open");
+      in = &file;
+      jsonl = ends_with(name, ".jsonl") || ends_with(name, ".jsonl.txt");
+      return true;
+    }
+    return false;
+  }
+  std::string current() const { return files[index - 1] == "-" ? "stdin" : files[index - 1]; }
+};
+
+CorpusReader::CorpusReader(std::vector<std::string> files, CorpusOptions options) : state_(std::make_unique<State>()) {
+  state_->files = std::move(files);
+  state_->options = options;
+  for (const auto& name : state_->files) {
+    if (name == "-") continue;
+    std::error_code error;
+    const auto size = fs::file_size(name, error);
+    if (!error) state_->bytes_total += static_cast<int64_t>(size);
+  }
+}
+
+CorpusReader::~CorpusReader() = default;
+
+int64_t CorpusReader::bytes_read() const { return state_->bytes_read; }
+int64_t CorpusReader::bytes_total() const { return state_->bytes_total; }
+
+bool CorpusReader::next(std::string& piece, bool& last) {
+  auto& s = *state_;
+  for (;;) {
+    if (!s.in && !s.open_next()) return false;
+    if (s.jsonl) {
+      std::string line;
+      while (std::getline(*s.in, line)) {
+        ++s.line_number;
+        s.bytes_read += static_cast<int64_t>(line.size()) + 1;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        nlohmann::json record;
+        try {
+          record = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception& error) {
+          throw InputError(s.current() + ":" + std::to_string(s.line_number) + ": not valid JSON (" + error.what() + ")");
+        }
+        const auto field = record.is_object() ? record.find(s.options.text_field) : record.end();
+        if (!record.is_object() || field == record.end() || !field->is_string())
+          throw InputError(s.current() + ":" + std::to_string(s.line_number) + ": no string field '" +
+                               s.options.text_field + "'",
+                           "name the field with --text-field");
+        piece = field->get<std::string>();
+        last = true;
+        return true;
+      }
+      if (s.in->bad()) throw InputError(s.current() + ": read error");
+      s.in = nullptr;
+      continue;
+    }
+    // Plain text: the whole file is one document, handed out in blocks cut at safe points.
+    if (!s.buffer) s.buffer.reset(new char[static_cast<size_t>(s.options.block_bytes)]);
+    s.in->read(s.buffer.get(), static_cast<std::streamsize>(s.options.block_bytes));
+    const std::string block(s.buffer.get(), static_cast<size_t>(s.in->gcount()));
+    if (s.in->bad()) throw InputError(s.current() + ": read error");
+    s.bytes_read += static_cast<int64_t>(block.size());
+    std::string text = std::move(s.carry);
+    text += block;
+    s.carry.clear();
+    const bool at_end = s.in->eof() || block.empty();
+    if (at_end) {
+      s.in = nullptr;
+      piece = std::move(text);
+      last = true;
+      return true;
+    }
+    const size_t cut = text.empty() ? 0 : safe_cut(text);
+    if (cut == 0) {  // no safe point yet: keep reading
+      s.carry = std::move(text);
+      continue;
+    }
+    s.carry = text.substr(cut);
+    text.resize(cut);
+    piece = std::move(text);
+    last = false;
+    return true;
+  }
+}
+
+TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
+                                const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
+  const auto files = expand_inputs(inputs);
+  CorpusReader reader(files, options.corpus);
+  int64_t val_tokens = options.val_tokens;
+  if (val_tokens < 0) {
+    const int64_t estimate = reader.bytes_total() / 4;  // about four bytes a token in English
+    val_tokens = reader.bytes_total() > 0 ? std::min<int64_t>(5'200'000, estimate / 10) : 5'200'000;
+  }
+  TokenWriter writer(options.output, options.force, val_tokens, options.tokenizer_name, tokenizer.vocab_size(),
+                     tokenizer.eot_id());
+  if (annotate) annotate(writer);
+  const int64_t threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  TokenizeSummary summary;
+
+  // A batch of pieces (about threads × block_bytes of text) is encoded in parallel, then
+  // written in order; a document's pieces are concatenated before it is added.
+  std::vector<int32_t> document;
+  bool more = true;
+  while (more) {
+    std::vector<std::string> pieces;
+    std::vector<bool> lasts;
+    int64_t batch_bytes = 0;
+    while (batch_bytes < threads * options.corpus.block_bytes) {
+      std::string piece;
+      bool last = false;
+      if (!reader.next(piece, last)) {
+        more = false;
+        break;
+      }
+      batch_bytes += static_cast<int64_t>(piece.size()) + 64;
+      pieces.push_back(std::move(piece));
+      lasts.push_back(last);
+    }
+    std::vector<std::vector<int32_t>> encoded(pieces.size());
+    std::vector<std::future<void>> workers;
+    for (int64_t worker = 0; worker < threads; ++worker)
+      workers.push_back(std::async(std::launch::async, [&, worker] {
+        for (size_t i = static_cast<size_t>(worker); i < pieces.size(); i += static_cast<size_t>(threads))
+          encoded[i] = tokenizer.encode(pieces[i]);
+      }));
+    for (auto& w : workers) w.get();
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      document.insert(document.end(), encoded[i].begin(), encoded[i].end());
+      if (lasts[i]) {
+        writer.add_document(document);
+        ++summary.documents;
+        document.clear();
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last_report).count() > 2.0 || !more) {
+      last_report = now;
+      const double elapsed = std::chrono::duration<double>(now - start).count();
+      const double rate = static_cast<double>(reader.bytes_read()) / std::max(elapsed, 1e-9);
+      std::ostringstream line;
+      line.precision(1);
+      line << std::fixed << "sg-tokenize: " << static_cast<double>(reader.bytes_read()) / 1e6 << " MB";
+      if (reader.bytes_total() > 0) line << " of " << static_cast<double>(reader.bytes_total()) / 1e6 << " MB";
+      line << ", " << writer.tokens() << " tokens, " << rate / 1e6 << " MB/s";
+      if (reader.bytes_total() > 0 && more)
+        line << ", eta " << static_cast<int64_t>((reader.bytes_total() - reader.bytes_read()) / std::max(rate, 1.0)) << " s";
+      log::info(line.str());
+    }
+  }
+  summary.tokens = writer.tokens();
+  summary.val_tokens = std::min(summary.tokens, val_tokens);
+  summary.train_tokens = summary.tokens - summary.val_tokens;
+  summary.bytes = reader.bytes_read();
+  writer.commit();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace sg

@@ -1,0 +1,157 @@
+// token_file.cpp — token files over the HDF5 layer.
+#include "lib/text/token_file.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "lib/base/error.h"
+#include "lib/io/h5.h"
+
+namespace sg {
+namespace {
+
+/// Splits kept in memory up to this many tokens (SINKGATE_RESIDENT_TOKENS overrides).
+int64_t resident_limit() {
+  if (const char* text = std::getenv("SINKGATE_RESIDENT_TOKENS")) return std::atoll(text);
+  return int64_t{1} << 31;  // 8 GiB as int32
+}
+
+}  // namespace
+
+std::string to_string(Split split) { return split == Split::val ? "val" : "train"; }
+
+struct TokenFile::State {
+  h5::File file;
+  h5::Dataset datasets[2];
+  std::vector<int32_t> resident[2];  // in-memory copies of the splits up to resident_limit()
+  bool is_resident[2] = {false, false};
+};
+
+TokenFile TokenFile::open(const std::string& path) {
+  TokenFile tokens;
+  tokens.path_ = path;
+  tokens.state_ = std::make_shared<State>();
+  auto& state = *tokens.state_;
+  state.file = h5::File::open(path);
+  h5::check_format(state.file, kTokenFormat, kTokenSchemaVersion);
+  auto& info = tokens.info_;
+  info.tokenizer = state.file.attribute_string("tokenizer");
+  info.vocab_size = state.file.attribute_int("vocab_size");
+  info.eot_id = state.file.attribute_int("eot_id");
+  info.documents = state.file.attribute_int("documents");
+  for (Split split : {Split::val, Split::train}) {
+    auto& dataset = state.datasets[static_cast<int>(split)];
+    dataset = state.file.dataset("tokens/" + to_string(split));
+    const auto shape = dataset.shape();
+    if (shape.size() != 1) throw InputError(path + ": tokens/" + to_string(split) + " is not one-dimensional");
+    (split == Split::val ? info.val_tokens : info.train_tokens) = shape[0];
+    if (shape[0] <= resident_limit()) {
+      auto& all = state.resident[static_cast<int>(split)];
+      all.resize(static_cast<size_t>(shape[0]));
+      dataset.read_array(h5::Dtype::int32, all.data());
+      state.is_resident[static_cast<int>(split)] = true;
+      const auto [low, high] = std::minmax_element(all.begin(), all.end());
+      if (!all.empty() && (*low < 0 || *high >= info.vocab_size))
+        throw InputError(path + ": token ids outside [0, vocab_size = " + std::to_string(info.vocab_size) + ")");
+    }
+  }
+  return tokens;
+}
+
+void TokenFile::read(Split split, int64_t offset, int64_t count, int64_t* out) const {
+  if (offset < 0 || count < 0 || offset + count > size(split))
+    throw InputError(path_ + ": read of tokens [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+                     ") outside the " + to_string(split) + " split of " + std::to_string(size(split)) + " tokens");
+  const int index = static_cast<int>(split);
+  if (state_->is_resident[index]) {
+    std::copy_n(state_->resident[index].begin() + offset, count, out);
+    return;
+  }
+  state_->datasets[index].read_slice(offset, count, h5::Dtype::int64, out);
+}
+
+std::vector<int64_t> TokenFile::read(Split split, int64_t offset, int64_t count) const {
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  read(split, offset, count, out.data());
+  return out;
+}
+
+struct TokenWriter::State {
+  std::unique_ptr<h5::Writer> writer;
+  h5::Dataset val, train;
+  int64_t val_target = 0, val_count = 0, train_count = 0, documents = 0;
+  int64_t vocab_size = 0, eot_id = 0;
+  std::vector<uint16_t> buffer_val, buffer_train;
+  std::string path;
+
+  void push(int32_t id) {
+    if (id < 0 || id >= vocab_size)
+      throw InputError("token id " + std::to_string(id) + " outside the vocabulary of " + std::to_string(vocab_size));
+    if (val_count < val_target) {
+      buffer_val.push_back(static_cast<uint16_t>(id));
+      ++val_count;
+    } else {
+      buffer_train.push_back(static_cast<uint16_t>(id));
+      ++train_count;
+    }
+  }
+  void flush(bool all) {
+    const size_t threshold = all ? 0 : (size_t{1} << 20);
+    if (buffer_val.size() > threshold || (all && !buffer_val.empty())) {
+      val.append(buffer_val);
+      buffer_val.clear();
+    }
+    if (buffer_train.size() > threshold || (all && !buffer_train.empty())) {
+      train.append(buffer_train);
+      buffer_train.clear();
+    }
+  }
+};
+
+TokenWriter::TokenWriter(const std::string& path, bool force, int64_t val_tokens, const std::string& tokenizer,
+                         int64_t vocab_size, int64_t eot_id)
+    : state_(std::make_unique<State>()) {
+  if (vocab_size > 65536) throw UsageError("token files store uint16 ids: vocabularies up to 65,536 tokens");
+  if (val_tokens < 0) throw UsageError("the validation split cannot be negative");
+  state_->path = path;
+  state_->writer = std::make_unique<h5::Writer>(path, force);
+  auto& root = state_->writer->root();
+  h5::set_format(root, kTokenFormat, kTokenSchemaVersion);
+  root.set_attribute("tokenizer", tokenizer);
+  root.set_attribute("vocab_size", vocab_size);
+  root.set_attribute("eot_id", eot_id);
+  state_->val = root.create_extendable("tokens/val", h5::Dtype::uint16);
+  state_->train = root.create_extendable("tokens/train", h5::Dtype::uint16);
+  state_->val_target = val_tokens;
+  state_->vocab_size = vocab_size;
+  state_->eot_id = eot_id;
+}
+
+TokenWriter::~TokenWriter() = default;
+
+void TokenWriter::add_document(const std::vector<int32_t>& tokens) {
+  for (int32_t id : tokens) state_->push(id);
+  state_->push(static_cast<int32_t>(state_->eot_id));
+  ++state_->documents;
+  state_->flush(false);
+}
+
+int64_t TokenWriter::tokens() const { return state_->val_count + state_->train_count; }
+
+h5::Group& TokenWriter::root() { return state_->writer->root(); }
+
+void TokenWriter::commit() {
+  auto& state = *state_;
+  if (state.val_count < state.val_target)
+    throw InputError("the corpus has " + std::to_string(state.val_count) + " tokens, fewer than the validation split of " +
+                         std::to_string(state.val_target),
+                     "choose a smaller --val-tokens");
+  state.flush(true);
+  auto& root = state.writer->root();
+  root.set_attribute("documents", state.documents);
+  root.set_attribute("val_tokens", state.val_count);
+  root.set_attribute("train_tokens", state.train_count);
+  state.writer->commit();
+}
+
+}  // namespace sg

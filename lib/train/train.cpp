@@ -1,0 +1,165 @@
+// train.cpp — the training loop.
+#include "lib/train/train.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/h5.h"
+#include "lib/model/runtime.h"
+#include "lib/train/optimizer.h"
+
+namespace sg {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string format_duration(double seconds) {
+  char buffer[32];
+  const int total = static_cast<int>(seconds + 0.5);
+  std::snprintf(buffer, sizeof buffer, "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60);
+  return buffer;
+}
+
+}  // namespace
+
+Batch training_batch(const TokenFile& tokens, const RunConfig& config, int64_t step, int64_t micro) {
+  const auto& t = config.train;
+  return sample_batch(tokens, Split::train, config.seed, step * t.batch() + micro * t.micro_batch, t.micro_batch,
+                      config.model.block_size);
+}
+
+double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig& config, int64_t batches,
+                       const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  AutocastGuard autocast(device);
+  const bool was_training = model.is_training();
+  model.eval();
+  const auto& t = config.train;
+  const int64_t sequences = batches * t.batch();
+  double total = 0;
+  for (int64_t first = 0; first < sequences; first += t.micro_batch) {
+    const int64_t count = std::min(t.micro_batch, sequences - first);
+    const auto batch = sample_batch(tokens, Split::val, t.eval_seed, first, count, config.model.block_size);
+    total += model.loss(batch.inputs.to(device), batch.targets.to(device)).item<double>() * static_cast<double>(count);
+  }
+  model.train(was_training);
+  return total / static_cast<double>(sequences);
+}
+
+TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
+  RunConfig config = config_in;
+  RunState state;
+  const auto tokens = TokenFile::open(options.token_file);
+  if (options.resume) {
+    state = read_run_state(options.output);
+    config = state.config;  // the run file's configuration wins
+    if (state.finished) log::info("sg-train: " + options.output + " is already finished");
+  } else {
+    config.model.validate();
+    config.train.validate();
+    state.config = config;
+  }
+  if (tokens.info().vocab_size > config.model.vocab_size)
+    throw InputError(options.token_file + ": token ids go up to " + std::to_string(tokens.info().vocab_size - 1) +
+                         " but the model's vocabulary has " + std::to_string(config.model.vocab_size) + " entries",
+                     "set vocab_size (--set vocab_size=N) or use a token file of the model's tokenizer");
+  state.token_file = options.token_file;
+
+  GPT model = options.resume ? load_model(options.output, options.device) : build_model(config.model, config.seed);
+  model->to(options.device);
+  model->train();
+  auto optimizer = make_optimizer(*model, config.train);
+  if (options.resume) load_optimizer(options.output, *model, *optimizer);
+
+  const auto& t = config.train;
+  const int64_t tokens_per_step = t.batch() * config.model.block_size;
+  auto save = [&] { save_run(options.output, /*force=*/true, *model, optimizer.get(), state, options.provenance); };
+  if (!options.resume) {
+    h5::check_writable(options.output, options.force);
+    save();  // an initial checkpoint: the output exists and is valid from the start
+  }
+
+  const auto start = Clock::now();
+  const int64_t first_step = state.step;
+  int64_t steps_this_run = 0;
+  double window_seconds = 0;
+  int64_t window_steps = 0;
+  while (state.step < t.iterations && !state.finished) {
+    const auto step_start = Clock::now();
+    const double lr = learning_rate(t, state.step);
+    set_learning_rate(*optimizer, lr);
+    optimizer->zero_grad();
+    // Summed on the device and read once per step: a read per micro-batch would make the host
+    // wait for the GPU instead of queueing the next micro-batch's kernels.
+    torch::Tensor loss_sum;
+    for (int64_t micro = 0; micro < t.accumulation; ++micro) {
+      const auto batch = training_batch(tokens, config, state.step, micro);
+      AutocastGuard autocast(options.device);
+      auto loss = model->loss(batch.inputs.to(options.device), batch.targets.to(options.device));
+      (loss / static_cast<double>(t.accumulation)).backward();
+      const auto value = loss.detach().to(torch::kDouble);
+      loss_sum = loss_sum.defined() ? loss_sum + value : value;
+    }
+    const double train_loss = loss_sum.item<double>() / static_cast<double>(t.accumulation);
+    if (!std::isfinite(train_loss))
+      throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
+                             " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",
+                         "lower lr_peak or raise warmup");
+    optimizer->clip_and_step(t.grad_clip);
+    if (options.device.is_cuda()) torch::cuda::synchronize();
+    const double step_seconds = seconds_since(step_start);
+    ++state.step;
+    ++steps_this_run;
+    state.data_position = state.step * t.batch();
+    state.tokens_seen += tokens_per_step;
+    window_seconds += step_seconds;
+    ++window_steps;
+    state.curves.step.push_back(state.step);
+    state.curves.train_loss.push_back(train_loss);
+    state.curves.lr.push_back(lr);
+    state.curves.tokens_per_second.push_back(static_cast<double>(tokens_per_step) / step_seconds);
+
+    const bool last = state.step == t.iterations;
+    if (state.step % t.eval_interval == 0 || last) {
+      const double val = validation_loss(*model, tokens, config, t.eval_batches, options.device);
+      state.curves.val_step.push_back(state.step);
+      state.curves.val_loss.push_back(val);
+      const double rate = static_cast<double>(window_steps * tokens_per_step) / window_seconds;
+      const double eta = static_cast<double>(t.iterations - state.step) * window_seconds / static_cast<double>(window_steps);
+      std::ostringstream line;
+      line.precision(4);
+      line << std::fixed << "step " << state.step << "/" << t.iterations << "  loss " << train_loss << "  val "
+           << val << "  lr " << std::scientific << std::setprecision(2) << lr << std::fixed << std::setprecision(0)
+           << "  " << rate << " tok/s  eta " << format_duration(eta);
+      log::info(line.str());
+      window_seconds = 0;
+      window_steps = 0;
+    }
+    if (last) {
+      state.final_val_loss = validation_loss(*model, tokens, config, t.final_eval_batches, options.device);
+      state.finished = true;
+    }
+    const bool stop = options.stop_after > 0 && steps_this_run >= options.stop_after;
+    if (state.step % t.checkpoint_interval == 0 || last || stop) save();
+    if (stop) break;
+  }
+  TrainSummary summary;
+  summary.steps = state.step;
+  summary.final_val_loss = state.final_val_loss;
+  summary.finished = state.finished;
+  summary.seconds = seconds_since(start);
+  summary.tokens_per_second =
+      summary.seconds > 0 ? static_cast<double>((state.step - first_step) * tokens_per_step) / summary.seconds : 0;
+  return summary;
+}
+
+}  // namespace sg

@@ -1,0 +1,48 @@
+// train.h — the training loop of App. A: paired batches, AdamW, warm-up + cosine, clipping,
+// bf16 autocast on CUDA, fixed validation batches, periodic atomic checkpoints, exact resume.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+
+#include "lib/model/checkpoint.h"
+#include "lib/model/config.h"
+#include "lib/model/model.h"
+#include "lib/model/tensors.h"
+#include "lib/text/token_file.h"
+
+namespace sg {
+
+struct TrainOptions {
+  std::string token_file;
+  std::string output;  // the run file
+  bool force = false;
+  bool resume = false;  // continue the run in `output`
+  torch::Device device = torch::kCPU;
+  Provenance provenance;  // root attributes of the run file
+  int64_t stop_after = 0;  // stop (with a checkpoint) after this many steps of this invocation; 0: run to the end
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  double final_val_loss = 0;
+  double tokens_per_second = 0;
+  double seconds = 0;
+  bool finished = false;
+};
+
+/// Trains (or resumes) the run described by `config` and writes the run file periodically and at
+/// the end. Throws NumericError on a non-finite loss (the last good checkpoint stays in place).
+TrainSummary train(const RunConfig& config, const TrainOptions& options);
+
+/// Mean validation loss over `batches` fixed batches of config.train.batch() sequences drawn from
+/// the validation split by the stream (train.eval_seed, val): the same tokens for every arm and
+/// seed of a tier. Evaluated micro_batch sequences at a time.
+double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig& config, int64_t batches,
+                       const torch::Device& device);
+
+/// The training windows of optimizer step `step`: window indices step·batch … (step+1)·batch − 1,
+/// micro-batch `micro` of them. Exposed for the pairing tests.
+Batch training_batch(const TokenFile& tokens, const RunConfig& config, int64_t step, int64_t micro);
+
+}  // namespace sg

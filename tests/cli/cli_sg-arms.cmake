@@ -1,0 +1,12 @@
+# Command-line tests of sg-arms.
+add_test(NAME "cli: sg-arms --check passes for every arm on the tiny tier"
+         COMMAND sg-arms --tier tiny --check --threads 1)
+set_tests_properties("cli: sg-arms --check passes for every arm on the tiny tier"
+                     PROPERTIES PASS_REGULAR_EXPRESSION "combo2\tsinklogit\tprojgate")
+add_test(NAME "cli: sg-arms names a bad arm"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-arms> "-DARGS=--arm;nonsense" -DEXPECT_CODE=2
+                 "-DEXPECT_STDERR=unknown arm 'nonsense'" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-arms names a bad config file line"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-arms> "-DARGS=--config;${CMAKE_CURRENT_SOURCE_DIR}/fixtures/bad.conf"
+                 -DEXPECT_CODE=3 "-DEXPECT_STDERR=bad.conf:2: unknown configuration field 'n_layers'"
+                 -P ${SG_EXPECT})

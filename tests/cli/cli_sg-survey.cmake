@@ -1,0 +1,59 @@
+# Command-line tests of sg-survey: a random GPT-2 checkpoint made by tests/survey_reference.py and a
+# tiny sinktoken run trained from the token file of cli_sg-tokenize.cmake's fixture (sg_tokens, which
+# writes cli-data/tokens.h5), surveyed on a page of the Python tutorial; the output is rendered by
+# sg-tabulate the way pipelines/survey.mk renders Table 12.
+set(SG_SURVEY_DATA ${CMAKE_CURRENT_BINARY_DIR}/cli-survey)
+file(MAKE_DIRECTORY ${SG_SURVEY_DATA})
+set(SG_SURVEY_TEXT /usr/share/doc/python3.11/html/_sources/tutorial/introduction.rst.txt)
+set(survey $<TARGET_FILE:sg-survey>)
+set(tabulate $<TARGET_FILE:sg-tabulate>)
+
+add_test(NAME "cli: sg-survey random GPT-2 checkpoint (fixture)"
+         COMMAND ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/survey_reference.py cli-model ${SG_SURVEY_DATA}/tiny-gpt2)
+set_tests_properties("cli: sg-survey random GPT-2 checkpoint (fixture)" PROPERTIES FIXTURES_SETUP sg_survey_model)
+
+add_test(NAME "cli: sg-survey tiny sinktoken run (fixture)"
+         COMMAND sg-train --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --arm sinktoken
+                 --set iterations=2 --set warmup=1 --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1
+                 --set block_size=32 --threads 1 -o ${SG_SURVEY_DATA}/sinktoken.h5 --force)
+set_tests_properties("cli: sg-survey tiny sinktoken run (fixture)" PROPERTIES
+                     FIXTURES_SETUP sg_survey_run FIXTURES_REQUIRED sg_tokens)
+
+add_test(NAME "cli: sg-survey of a Hugging Face checkpoint renders as Table 12"
+         COMMAND sh -c "${survey} ${SG_SURVEY_DATA}/tiny-gpt2 --text ${SG_SURVEY_TEXT} --tokenizer ${SG_GPT2_VOCAB} \
+--blocks 2 --block-length 64 --threads 1 -o - | ${tabulate} - --where scope=model \
+--rows model,params_m,layers,heads --cols statistic --cell value --se none --decimals 3")
+set_tests_properties("cli: sg-survey of a Hugging Face checkpoint renders as Table 12" PROPERTIES
+                     FIXTURES_REQUIRED sg_survey_model
+                     PASS_REGULAR_EXPRESSION "sink_mass.*r0_ratio.*blind_ratio_p30.*content_share_p30.*\n.*\n[|] tiny-gpt2 [|] 2 [|] 2 [|] 4 [|]")
+
+add_test(NAME "cli: sg-survey of a sinkgate run counts the sink token as sink mass"
+         COMMAND sh -c "${survey} ${SG_SURVEY_DATA}/sinktoken.h5 --text ${SG_SURVEY_TEXT} --tokenizer ${SG_GPT2_VOCAB} \
+--blocks 3 --block-length 32 --batch 2 --threads 1 -o - | ${tabulate} - --where scope=model arm=sinktoken")
+set_tests_properties("cli: sg-survey of a sinkgate run counts the sink token as sink mass" PROPERTIES
+                     FIXTURES_REQUIRED sg_survey_run PASS_REGULAR_EXPRESSION "tiny/sinktoken/0 [|] sinkgate [|] sinktoken .*zero_option_mass")
+
+# Errors, each by running the real executable.
+set(SG_SURVEY_ARGS --text;${SG_SURVEY_TEXT};--tokenizer;${SG_GPT2_VOCAB};--threads;1;-o;${SG_SURVEY_DATA}/x.h5;--force)
+add_test(NAME "cli: sg-survey names a text too short for the blocks"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${survey} "-DARGS=${SG_SURVEY_DATA}/tiny-gpt2;${SG_SURVEY_ARGS};--blocks;1000;--block-length;64"
+                 -DEXPECT_CODE=3 "-DEXPECT_STDERR=fewer than the 1000 blocks" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-survey refuses blocks longer than the context"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${survey} "-DARGS=${SG_SURVEY_DATA}/tiny-gpt2;${SG_SURVEY_ARGS};--blocks;1;--block-length;65"
+                 -DEXPECT_CODE=2 -DEXPECT_STDERR=context -P ${SG_EXPECT})
+add_test(NAME "cli: sg-survey refuses a folder that is not a checkpoint"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${survey} "-DARGS=${SG_SURVEY_DATA};${SG_SURVEY_ARGS}"
+                 -DEXPECT_CODE=3 "-DEXPECT_STDERR=${SG_SURVEY_DATA}/config.json" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-survey refuses a file that is not a run file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${survey} "-DARGS=${SG_SURVEY_TEXT};${SG_SURVEY_ARGS}"
+                 -DEXPECT_CODE=3 -DEXPECT_STDERR=introduction.rst.txt -P ${SG_EXPECT})
+add_test(NAME "cli: sg-survey refuses --name with several checkpoints"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${survey}
+                 "-DARGS=${SG_SURVEY_DATA}/tiny-gpt2;${SG_SURVEY_DATA}/tiny-gpt2;${SG_SURVEY_ARGS};--name;a"
+                 -DEXPECT_CODE=2 -DEXPECT_STDERR=--name -P ${SG_EXPECT})
+add_test(NAME "cli: sg-survey refuses a percentile outside (0, 100)"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${survey} "-DARGS=${SG_SURVEY_DATA}/tiny-gpt2;${SG_SURVEY_ARGS};--percentiles;0,30"
+                 -DEXPECT_CODE=2 -DEXPECT_STDERR=percentile -P ${SG_EXPECT})
+set_tests_properties("cli: sg-survey names a text too short for the blocks" "cli: sg-survey refuses blocks longer than the context"
+                     "cli: sg-survey refuses --name with several checkpoints" "cli: sg-survey refuses a percentile outside (0, 100)"
+                     PROPERTIES FIXTURES_REQUIRED sg_survey_model)

@@ -1,0 +1,34 @@
+# Command-line tests of sg-toy: a tiny grid writes a result table that sg-tabulate reads; an
+# existing output is refused without --force; bad options are named.
+set(SG_TOY_OUT ${CMAKE_CURRENT_BINARY_DIR}/cli-sg-toy.h5)
+set(SG_TOY_TINY --condition blind,visible --load 1,2 --arms baseline,normgate,oracle --seeds 0,1 --dim 8
+    --relevant 2 --length 8 --tags 16 --steps 20 --batch 16 --eval-sequences 64 --threads 1)
+
+add_test(NAME "cli: sg-toy writes a result table for a tiny grid"
+         COMMAND sg-toy ${SG_TOY_TINY} -o ${SG_TOY_OUT} --force)
+set_tests_properties("cli: sg-toy writes a result table for a tiny grid" PROPERTIES
+                     FIXTURES_SETUP sg_toy_output
+                     PASS_REGULAR_EXPRESSION "visible load 2 oracle seed 1: error")
+
+add_test(NAME "cli: sg-toy output reads back with one row per condition, load, arm and seed"
+         COMMAND sg-tabulate ${SG_TOY_OUT} --rows condition,load,arm --cols seed --cell error --format tsv)
+set_tests_properties("cli: sg-toy output reads back with one row per condition, load, arm and seed" PROPERTIES
+                     FIXTURES_REQUIRED sg_toy_output
+                     PASS_REGULAR_EXPRESSION "# condition\tload\tarm\t0\t1\nblind\t1\tbaseline\t[0-9.]+\t[0-9.]+\n.*visible\t2\toracle\t[0-9.]+\t[0-9.]+\n")
+
+add_test(NAME "cli: sg-toy refuses to overwrite without --force"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-toy> "-DARGS=--steps;1;--seeds;0;-o;${SG_TOY_OUT}"
+                 -DEXPECT_CODE=4 -DEXPECT_STDERR=exists -P ${SG_EXPECT})
+set_tests_properties("cli: sg-toy refuses to overwrite without --force" PROPERTIES FIXTURES_REQUIRED sg_toy_output)
+
+add_test(NAME "cli: sg-toy names an arm without a toy form"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-toy> "-DARGS=--arms;baseline,sinktoken;-o;-"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=arm 'sinktoken' has no toy form"
+                 -P ${SG_EXPECT})
+add_test(NAME "cli: sg-toy names a bad condition"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-toy> "-DARGS=--condition;sideways;-o;-"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=unknown condition 'sideways'"
+                 -P ${SG_EXPECT})
+add_test(NAME "cli: sg-toy rejects a load below one"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-toy> "-DARGS=--load;1,0;-o;-"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=load must be >= 1" -P ${SG_EXPECT})

@@ -1,0 +1,42 @@
+# Command-line tests of sg-train and sg-eval on the token file of cli_sg-tokenize.cmake's fixture
+# (sg_tokens: the Python tutorial of the default corpus, in cli-data/tokens.h5).
+set(SG_TINY --tier tiny --set iterations=6 --set warmup=2 --set eval_interval=3 --set eval_batches=1 --set final_eval_batches=1
+            --set block_size=32 --threads 1)
+
+add_test(NAME "cli: sg-train a tiny run (fixture)"
+         COMMAND sg-train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY} --arm combo2 -o ${SG_CLI_DATA}/run.h5 --force)
+set_tests_properties("cli: sg-train a tiny run (fixture)" PROPERTIES FIXTURES_SETUP sg_run FIXTURES_REQUIRED sg_tokens)
+
+add_test(NAME "cli: sg-eval writes a result table that sg-tabulate reads"
+         COMMAND sh -c "$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/run.h5 -o - | $<TARGET_FILE:sg-tabulate> -")
+set_tests_properties("cli: sg-eval writes a result table that sg-tabulate reads" PROPERTIES
+                     FIXTURES_REQUIRED "sg_tokens;sg_run" PASS_REGULAR_EXPRESSION "combo2")
+
+# Errors, each by running the real executable.
+set(train $<TARGET_FILE:sg-train>)
+add_test(NAME "cli: sg-train names a missing token file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/missing.h5;-o;${SG_CLI_DATA}/x.h5"
+                 -DEXPECT_CODE=3 -DEXPECT_STDERR=missing.h5 -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train refuses a file of the wrong kind"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/run.h5;-o;${SG_CLI_DATA}/x.h5;--force"
+                 -DEXPECT_CODE=3 -DEXPECT_STDERR=sinkgate-run -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train refuses a token file whose vocabulary does not fit the model"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train}
+                 "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--tier;tiny;--set;vocab_size=1000;-o;${SG_CLI_DATA}/x.h5;--force"
+                 -DEXPECT_CODE=3 -DEXPECT_STDERR=vocabulary -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train refuses an unwritable output"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;-o;/nonexistent/dir/run.h5"
+                 -DEXPECT_CODE=4 -DEXPECT_STDERR=/nonexistent/dir -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train refuses an existing output without --force"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;-o;${SG_CLI_DATA}/run.h5"
+                 -DEXPECT_CODE=4 -DEXPECT_STDERR=exists -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train stops on a non-finite loss and keeps the last good checkpoint"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train}
+                 "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--tier;tiny;--set;lr_peak=1e30;--set;lr_min=0;--set;warmup=0;--set;block_size=16;-o;${SG_CLI_DATA}/diverged.h5;--force"
+                 -DEXPECT_CODE=5 -DEXPECT_STDERR=non-finite -DEXPECT_FILE=${SG_CLI_DATA}/diverged.h5
+                 -P ${SG_EXPECT})
+set_tests_properties("cli: sg-train names a missing token file" "cli: sg-train refuses a file of the wrong kind"
+                     "cli: sg-train refuses a token file whose vocabulary does not fit the model"
+                     "cli: sg-train refuses an existing output without --force"
+                     "cli: sg-train stops on a non-finite loss and keeps the last good checkpoint"
+                     PROPERTIES FIXTURES_REQUIRED "sg_tokens;sg_run")

@@ -1,0 +1,330 @@
+// Tests of lib/io/h5: array round trips for every dtype, attributes, groups, strings, extendable
+// datasets read by slices, atomic writes, and the errors a reader meets on bad files. (Tensors
+// through this layer: tests/model/test_tensors.cpp.)
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include "lib/base/error.h"
+#include "lib/io/h5.h"
+#include "tests/support.h"
+
+using sg::h5::Dtype;
+
+namespace {
+
+using sg_test::Scratch;
+
+using sg_test::exists;
+size_t count_entries(const std::string& dir) {
+  size_t n = 0;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  while (const dirent* entry = readdir(d))
+    if (std::string(entry->d_name) != "." && std::string(entry->d_name) != "..") ++n;
+  closedir(d);
+  return n;
+}
+
+using sg_test::slurp;
+template <typename Exception>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Exception& e) {
+    return e.what();
+  }
+  FAIL("no exception of the expected type");
+  return "";
+}
+
+}  // namespace
+
+/// One array to store: its dtype, shape and bytes.
+struct Array {
+  std::string name;
+  Dtype dtype;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+};
+
+template <typename T>
+Array array_of(const std::string& name, Dtype dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
+  Array a{name, dtype, std::move(shape), std::vector<unsigned char>(values.size() * sizeof(T))};
+  if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  return a;
+}
+
+TEST_CASE("arrays of every dtype and rank survive a write and a read") {
+  Scratch scratch;
+  const auto path = scratch / "arrays.h5";
+  std::vector<float> f32(60);
+  for (size_t i = 0; i < f32.size(); ++i) f32[i] = 0.37f * static_cast<float>(i) - 11.0f;
+  const std::vector<Array> arrays = {
+      array_of("f32", Dtype::float32, {3, 4, 5}, f32),
+      array_of("f64", Dtype::float64, {2, 3}, std::vector<double>{-1e300, 0.1, 2.5, 1e-300, -0.0, 7}),
+      array_of("bf16", Dtype::bfloat16, {2, 2}, std::vector<uint16_t>{0x3F80, 0xBF80, 0x7F80, 0x0001}),
+      array_of("i64", Dtype::int64, {3, 4}, std::vector<int64_t>{-5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, INT64_MAX}),
+      array_of("i32", Dtype::int32, {3}, std::vector<int32_t>{-2147483647, 0, 2147483647}),
+      array_of("u16", Dtype::uint16, {4}, std::vector<uint16_t>{0, 1, 50256, 65535}),
+      array_of("bool", Dtype::boolean, {2, 2}, std::vector<uint8_t>{1, 0, 1, 1}),
+      array_of("i8", Dtype::int8, {3}, std::vector<int8_t>{-128, 0, 127}),
+      array_of("i16", Dtype::int16, {3}, std::vector<int16_t>{-32768, 5, 32767}),
+      array_of("u8", Dtype::uint8, {3}, std::vector<uint8_t>{0, 200, 255}),
+      array_of("scalar", Dtype::float64, {}, std::vector<double>{3.5}),
+      array_of("empty", Dtype::float32, {0, 3}, std::vector<float>{}),
+      array_of("nested/deeper/w", Dtype::float32, {2}, std::vector<float>{1, 1}),
+  };
+  {
+    sg::h5::Writer writer(path, /*force=*/false);
+    for (const auto& a : arrays) writer.root().write_array(a.name, a.dtype, a.shape, a.bytes.data());
+    writer.commit();
+  }
+  const auto file = sg::h5::File::open(path);
+  for (const auto& a : arrays) {
+    INFO(a.name);
+    const auto dataset = file.dataset(a.name);
+    CHECK(dataset.dtype() == a.dtype);
+    CHECK(dataset.shape() == a.shape);
+    std::vector<unsigned char> back(a.bytes.size());
+    dataset.read_array(a.dtype, back.data());
+    CHECK(back == a.bytes);
+  }
+  CHECK(file.dataset("bf16").attribute_string("sg_dtype") == "bfloat16");
+  CHECK(file.dataset("bool").attribute_string("sg_dtype") == "bool");
+  // Conversions: integers to any integer type, floats to any float type; bool also as its bytes.
+  std::vector<double> wide(3);
+  CHECK_THROWS_AS(file.dataset("f32").read_slice(0, 1, Dtype::float64, wide.data()), sg::InputError);  // not 1-D
+  std::vector<int64_t> ids(4);
+  file.dataset("u16").read_array(Dtype::int64, ids.data());
+  CHECK(ids == std::vector<int64_t>{0, 1, 50256, 65535});
+  std::vector<uint8_t> flags(4);
+  file.dataset("bool").read_array(Dtype::uint8, flags.data());
+  CHECK(flags == std::vector<uint8_t>{1, 0, 1, 1});
+  CHECK_THROWS_AS(file.dataset("bf16").read_array(Dtype::float32, wide.data()), sg::InputError);
+  CHECK_THROWS_AS(file.dataset("i32").read_array(Dtype::float64, wide.data()), sg::InputError);
+  CHECK_THROWS_AS(file.dataset("table"), sg::InputError);
+  sg::h5::Writer other(scratch / "strings.h5", false);
+  CHECK_THROWS_AS(other.root().write_array("s", Dtype::string, {1}, f32.data()), sg::OutputError);
+}
+
+TEST_CASE("attributes of every kind read back, and the wrong kind is an InputError naming the file") {
+  Scratch scratch;
+  const auto path = scratch / "attributes.h5";
+  {
+    sg::h5::Writer writer(path, false);
+    auto& root = writer.root();
+    root.set_attribute("name", "sinkgate λ");
+    root.set_attribute("count", int64_t{-42});
+    root.set_attribute("small", 7);
+    root.set_attribute("rate", 6e-4);
+    root.set_attribute("names", std::vector<std::string>{"a", "", "ç"});
+    root.set_attribute("steps", std::vector<int64_t>{1, 2, 3});
+    root.set_attribute("betas", std::vector<double>{0.9, 0.95});
+    root.set_attribute("none", std::vector<std::string>{});
+    root.set_attribute("rate", 1e-3);  // replaces
+    auto group = root.create_group("model/layer0");
+    group.set_attribute("heads", int64_t{12});
+    writer.commit();
+  }
+  const auto file = sg::h5::File::open(path);
+  CHECK(file.attribute_string("name") == "sinkgate λ");
+  CHECK(file.attribute_int("count") == -42);
+  CHECK(file.attribute_int("small") == 7);
+  CHECK(file.attribute_double("rate") == 1e-3);
+  CHECK(file.attribute_double("count") == -42.0);  // an integer is a fine double
+  CHECK(file.attribute_strings("names") == std::vector<std::string>{"a", "", "ç"});
+  CHECK(file.attribute_ints("steps") == std::vector<int64_t>{1, 2, 3});
+  CHECK(file.attribute_doubles("betas") == std::vector<double>{0.9, 0.95});
+  CHECK(file.attribute_strings("none").empty());
+  CHECK(file.group("model/layer0").attribute_int("heads") == 12);
+  CHECK(file.has_attribute("name"));
+  CHECK_FALSE(file.has_attribute("absent"));
+  const auto names = file.attribute_names();
+  CHECK(std::find(names.begin(), names.end(), "betas") != names.end());
+
+  auto missing = message_of<sg::InputError>([&] { file.attribute_string("absent"); });
+  CHECK_THAT(missing, Catch::Contains(path) && Catch::Contains("absent"));
+  auto wrong = message_of<sg::InputError>([&] { file.attribute_int("name"); });
+  CHECK_THAT(wrong, Catch::Contains(path) && Catch::Contains("'name'") && Catch::Contains("string"));
+  auto wrong_number = message_of<sg::InputError>([&] { file.attribute_string("rate"); });
+  CHECK_THAT(wrong_number, Catch::Contains("float"));
+  auto not_scalar = message_of<sg::InputError>([&] { file.attribute_int("steps"); });
+  CHECK_THAT(not_scalar, Catch::Contains("3 values"));
+  CHECK_THROWS_AS(file.attribute_int("rate"), sg::InputError);  // a float is not an integer
+}
+
+TEST_CASE("groups list their members in creation order; strings and vectors round trip") {
+  Scratch scratch;
+  const auto path = scratch / "groups.h5";
+  {
+    sg::h5::Writer writer(path, false);
+    auto table = writer.root().create_group("table");
+    table.write_strings("zeta", {"10M", "", "héllo, \"world\""});
+    table.write_doubles("alpha", {1.5, std::nan(""), -0.0});
+    table.write_ints("mid", {1, -2, 3});
+    table.write_strings("none", {});
+    CHECK_THROWS_AS(writer.root().create_group("table"), sg::OutputError);
+    writer.commit();
+  }
+  const auto file = sg::h5::File::open(path);
+  CHECK(file.members() == std::vector<std::string>{"table"});
+  const auto table = file.group("table");
+  CHECK(table.members() == std::vector<std::string>{"zeta", "alpha", "mid", "none"});
+  CHECK(file.exists("table/mid"));
+  CHECK_FALSE(file.exists("table/nope/deeper"));
+  CHECK(file.is_group("table"));
+  CHECK(file.is_dataset("table/mid"));
+  CHECK_FALSE(file.is_dataset("table"));
+  CHECK(table.dataset("zeta").read_strings() == std::vector<std::string>{"10M", "", "héllo, \"world\""});
+  const auto reals = table.dataset("alpha").read_doubles();
+  CHECK(reals[0] == 1.5);
+  CHECK(std::isnan(reals[1]));
+  CHECK(table.dataset("mid").read_ints() == std::vector<int64_t>{1, -2, 3});
+  CHECK(table.dataset("mid").read_doubles() == std::vector<double>{1, -2, 3});
+  CHECK(table.dataset("none").read_strings().empty());
+  CHECK_THROWS_AS(table.dataset("alpha").read_ints(), sg::InputError);
+  CHECK_THROWS_AS(table.dataset("zeta").read_doubles(), sg::InputError);
+  CHECK_THAT(message_of<sg::InputError>([&] { file.group("nope"); }), Catch::Contains(path) && Catch::Contains("/nope"));
+  CHECK_THROWS_AS(file.dataset("table"), sg::InputError);
+}
+
+TEST_CASE("an extendable token dataset grows by appends and reads back by slices") {
+  Scratch scratch;
+  const auto path = scratch / "tokens.h5";
+  // Expected stream: 0, 1, …, 9999 as uint16 ids (wrapping at 50257 is not reached).
+  std::vector<uint16_t> expected(10000);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<uint16_t>(i * 7 % 50257);
+  {
+    sg::h5::Writer writer(path, false);
+    auto tokens = writer.root().create_extendable("tokens", Dtype::uint16, /*chunk=*/1024);
+    tokens.append(std::vector<uint16_t>(expected.begin(), expected.begin() + 3));
+    tokens.append(std::vector<uint16_t>{});  // an empty piece is fine
+    tokens.append(std::vector<uint16_t>(expected.begin() + 3, expected.begin() + 5000));
+    tokens.append(expected.data() + 5000, 5000, Dtype::uint16);
+    CHECK(tokens.numel() == 10000);
+    auto wide = writer.root().create_extendable("wide", Dtype::int32, 4);
+    wide.append(std::vector<int32_t>{-1, 70000, 3});
+    wide.append(std::vector<int64_t>{5, 6});
+    CHECK_THROWS_AS(writer.root().write_ints("fixed", {1, 2}).append(std::vector<int64_t>{3}), sg::OutputError);
+    writer.commit();
+  }
+  const auto file = sg::h5::File::open(path);
+  const auto tokens = file.dataset("tokens");
+  CHECK(tokens.shape() == std::vector<int64_t>{10000});
+  CHECK(tokens.dtype() == Dtype::uint16);
+  std::vector<uint16_t> slice(1000);
+  tokens.read_slice(4321, 1000, Dtype::uint16, slice.data());
+  for (int64_t i = 0; i < 1000; i += 97) CHECK(slice[i] == expected[4321 + i]);
+  CHECK(slice[999] == expected[5320]);
+  std::vector<int64_t> buffer(4);
+  tokens.read_slice(9996, 4, Dtype::int64, buffer.data());
+  CHECK(buffer == std::vector<int64_t>{expected[9996], expected[9997], expected[9998], expected[9999]});
+  CHECK_NOTHROW(tokens.read_slice(10000, 0, Dtype::int64, buffer.data()));
+  CHECK_THAT(message_of<sg::InputError>([&] { tokens.read_slice(9990, 11, Dtype::int64, buffer.data()); }),
+             Catch::Contains(path) && Catch::Contains("[9990, 10001)") && Catch::Contains("10000"));
+  CHECK_THROWS_AS(tokens.read_slice(0, 1, Dtype::float32, buffer.data()), sg::InputError);
+  CHECK(file.dataset("wide").read_ints() == std::vector<int64_t>{-1, 70000, 3, 5, 6});
+}
+
+TEST_CASE("writes are atomic: nothing under the final name until commit, existing files kept") {
+  Scratch scratch;
+  const auto path = scratch / "out.h5";
+  {
+    sg::h5::Writer writer(path, false);
+    writer.root().write_ints("x", {1});
+    CHECK_FALSE(exists(path));
+    // Dropped without commit (as when an exception unwinds): no final file, no temporary left.
+  }
+  CHECK_FALSE(exists(path));
+  CHECK(count_entries(scratch.dir) == 0);
+
+  {
+    sg::h5::Writer writer(path, false);
+    writer.root().write_ints("x", {1});
+    writer.commit();
+  }
+  REQUIRE(exists(path));
+  const auto before = slurp(path);
+  CHECK_THAT(message_of<sg::OutputError>([&] { sg::h5::Writer again(path, false); }),
+             Catch::Contains(path) && Catch::Contains("exists"));
+  CHECK_THROWS_AS(sg::h5::check_writable(path, false), sg::OutputError);
+  CHECK(slurp(path) == before);
+
+  {
+    sg::h5::Writer writer(path, /*force=*/true);
+    writer.root().write_ints("x", {2});
+    CHECK(sg::h5::File::open(path).dataset("x").read_ints() == std::vector<int64_t>{1});  // old one still in place
+    writer.commit();
+  }
+  CHECK(sg::h5::File::open(path).dataset("x").read_ints() == std::vector<int64_t>{2});
+  CHECK(count_entries(scratch.dir) == 1);
+
+  CHECK_THAT(message_of<sg::OutputError>([&] { sg::h5::check_writable(scratch / "no/such/dir/out.h5", true); }),
+             Catch::Contains("does not exist"));
+  CHECK_THROWS_AS(sg::h5::check_writable(scratch.dir, true), sg::OutputError);
+  CHECK_NOTHROW(sg::h5::check_writable(scratch / "new.h5", false));
+}
+
+TEST_CASE("bad input files are InputErrors that name the file") {
+  Scratch scratch;
+  const auto text = scratch / "notes.txt";
+  std::ofstream(text) << "tier,arm\n10M,baseline\n";
+  CHECK_FALSE(sg::h5::is_hdf5(text));
+  CHECK_THAT(message_of<sg::InputError>([&] { sg::h5::File::open(text); }),
+             Catch::Contains(text) && Catch::Contains("not an HDF5 file"));
+  const auto absent = scratch / "absent.h5";
+  CHECK_THAT(message_of<sg::InputError>([&] { sg::h5::File::open(absent); }),
+             Catch::Contains(absent) && Catch::Contains("no such file"));
+
+  // A valid file cut in half keeps its signature but is damaged.
+  const auto good = scratch / "good.h5";
+  {
+    sg::h5::Writer writer(good, false);
+    sg::h5::set_format(writer.root(), "sinkgate-run", 1);
+    const std::vector<float> w(64 * 64, 0.5f);
+    writer.root().write_array("w", Dtype::float32, {64, 64}, w.data());
+    writer.commit();
+  }
+  const auto bytes = slurp(good);
+  const auto cut = scratch / "cut.h5";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THAT(message_of<sg::InputError>([&] {
+               const auto file = sg::h5::File::open(cut);
+               std::vector<float> w(64 * 64);
+               file.dataset("w").read_array(Dtype::float32, w.data());
+             }),
+             Catch::Contains(cut));
+
+  // Format and version checks.
+  const auto file = sg::h5::File::open(good);
+  CHECK(sg::h5::check_format(file, "sinkgate-run", 1) == 1);
+  auto other = message_of<sg::InputError>([&] { sg::h5::check_format(file, "sinkgate-result", 1); });
+  CHECK_THAT(other, Catch::Contains(good) && Catch::Contains("sinkgate-run") && Catch::Contains("sinkgate-result"));
+  const auto newer = scratch / "newer.h5";
+  {
+    sg::h5::Writer writer(newer, false);
+    sg::h5::set_format(writer.root(), "sinkgate-run", 7);
+    writer.commit();
+  }
+  try {
+    sg::h5::check_format(sg::h5::File::open(newer), "sinkgate-run", 1);
+    FAIL("a newer schema_version was accepted");
+  } catch (const sg::InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains(newer) && Catch::Contains("schema_version 7"));
+    CHECK_FALSE(e.hint().empty());
+  }
+  const auto plain = scratch / "plain.h5";
+  {
+    sg::h5::Writer writer(plain, false);
+    writer.commit();
+  }
+  CHECK_THAT(message_of<sg::InputError>([&] { sg::h5::check_format(sg::h5::File::open(plain), "sinkgate-run", 1); }),
+             Catch::Contains("not a sinkgate file"));
+}

@@ -1,0 +1,184 @@
+// Tests of lib/io/results and lib/io/provenance: building tables, HDF5 and CSV round trips, CSV type
+// and role inference, concatenation of mixed inputs, and the provenance block.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "lib/base/error.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
+#include "tests/support.h"
+
+using sg::ColumnType;
+using sg::Role;
+
+namespace {
+
+using sg_test::Scratch;
+
+sg::ResultTable sample() {
+  sg::ResultTable t;
+  t.add_column("tier", Role::key, ColumnType::string);
+  t.add_column("seed", Role::key, ColumnType::int64);
+  t.add_column("dose", Role::key, ColumnType::float64);
+  t.add_column("val_loss", Role::value, ColumnType::float64);
+  t.add_column("seeds", Role::value, ColumnType::string);
+  t.append_row({"10M", 0, 0.2, 4.2141, "0,1,2"});
+  t.append_row({"10M, \"quoted\"", 1, 0.4, std::nan(""), "1"});
+  t.append_row({"#hash", 2, 1, 4.0, ""});  // an integer into a float64 column
+  return t;
+}
+
+void require_same(const sg::ResultTable& a, const sg::ResultTable& b) {
+  REQUIRE(a.names() == b.names());
+  REQUIRE(a.rows() == b.rows());
+  for (const auto& column : a.columns()) {
+    const auto& other = b.column(column.name);
+    INFO(column.name);
+    CHECK(other.role == column.role);
+    CHECK(other.type == column.type);
+    for (size_t r = 0; r < a.rows(); ++r) {
+      if (column.type == ColumnType::float64 && std::isnan(column.reals[r])) CHECK(std::isnan(other.reals[r]));
+      else CHECK(other.text(r) == column.text(r));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tables are built by columns or rows and refuse mismatches") {
+  auto t = sample();
+  CHECK(t.rows() == 3);
+  CHECK(t.key_names() == std::vector<std::string>{"tier", "seed", "dose"});
+  CHECK(t.column("dose").reals[2] == 1.0);
+  CHECK(t.column("dose").text(0) == "0.2");
+  CHECK(t.column("seed").number(1) == 1.0);
+  CHECK(t.column("val_loss").missing(1));
+  CHECK_THROWS_AS(t.append_row({"x", 0}), sg::UsageError);
+  CHECK_THROWS_AS(t.append_row({"x", 0.5, 0.2, 1.0, "s"}), sg::UsageError);  // a float into int64
+  CHECK_THROWS_AS(t.add_value("short", std::vector<double>{1.0}), sg::UsageError);
+  CHECK_THROWS_AS(t.add_value("tier", std::vector<double>{1, 2, 3}), sg::UsageError);
+  CHECK_THROWS_AS(t.column("nope"), sg::UsageError);
+  const auto kept = t.where("seed", {"0", "2"});
+  CHECK(kept.rows() == 2);
+  CHECK(kept.column("tier").strings[1] == "#hash");
+  const auto filtered = sg::filter_rows(t, {"seed=0,1,2", "dose=0.2,1"});
+  CHECK(filtered.column("seed").integers == std::vector<int64_t>{0, 2});
+  CHECK_THROWS_WITH(sg::filter_rows(t, {"nope=1"}), Catch::Contains("no column 'nope'"));
+  CHECK_THROWS_WITH(sg::filter_rows(t, {"table.h5"}), Catch::Contains("table.h5"));
+  CHECK(sg::split_list(" a, b ,,c ") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(sg::format_exact(0.1) == "0.1");
+  CHECK(sg::format_exact(4.2141) == "4.2141");
+}
+
+TEST_CASE("a result table written as HDF5 reads back the same, with provenance") {
+  Scratch scratch;
+  const auto input = scratch / "input.txt";
+  std::ofstream(input) << "abc";
+  const auto path = scratch / "result.h5";
+  const auto provenance = sg::make_provenance("sg-test", "sg-test --x 1", {input}, "x=1");
+  sg::write_table(path, sample(), provenance, /*force=*/false);
+  require_same(sample(), sg::read_table(path));
+  CHECK_THROWS_AS(sg::write_table(path, sample(), provenance, false), sg::OutputError);
+
+  const auto file = sg::h5::File::open(path);
+  CHECK(file.attribute_string("format") == "sinkgate-result");
+  CHECK(file.attribute_int("schema_version") == 1);
+  CHECK(file.group("table").dataset("seed").attribute_string("role") == "key");
+  const auto back = sg::read_provenance(file);
+  CHECK(back.tool == "sg-test");
+  CHECK(back.command_line == "sg-test --x 1");
+  CHECK(back.config == "x=1");
+  REQUIRE(back.inputs.size() == 1);
+  CHECK(back.inputs[0].path == input);
+  // SHA-256("abc"), FIPS 180-2 test vector.
+  CHECK(back.inputs[0].sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(back.created.size() == 20);
+  CHECK(back.created.back() == 'Z');
+  CHECK(sg::sha256_bytes("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST_CASE("a result table rendered to CSV reads back the same table") {
+  std::ostringstream out;
+  sg::write_csv(out, sample());
+  std::istringstream in(out.str());
+  require_same(sample(), sg::read_csv(in, "round-trip.csv"));
+  CHECK_THAT(out.str(), Catch::StartsWith("#role,key,key,key,value,value\n#type,string,int64,float64,float64,string\n"
+                                          "tier,seed,dose,val_loss,seeds\n10M,0,0.2,4.2141,\"0,1,2\"\n"));
+}
+
+TEST_CASE("CSV without annotations: numbers, strings, keys by default and by option") {
+  std::istringstream in(
+      "# a comment line\n"
+      "tier,arm,seed,val_loss,steps,note\r\n"
+      "10M,baseline,0,4.2141,100,\"a, b\"\r\n"
+      "10M,combo,1,,200,x\r\n"
+      "\n");
+  const auto t = sg::read_csv(in, "plain.csv");
+  CHECK(t.rows() == 2);
+  CHECK(t.column("tier").type == ColumnType::string);
+  CHECK(t.column("seed").type == ColumnType::int64);
+  CHECK(t.column("val_loss").type == ColumnType::float64);
+  CHECK(std::isnan(t.column("val_loss").reals[1]));
+  CHECK(t.column("steps").type == ColumnType::int64);
+  CHECK(t.column("note").strings[0] == "a, b");
+  CHECK(t.key_names() == std::vector<std::string>{"tier", "arm", "seed", "note"});
+
+  std::istringstream again(
+      "tier,arm,seed,val_loss,steps,note\n"
+      "10M,baseline,0,4.2141,100,y\n");
+  const auto keyed = sg::read_csv(again, "plain.csv", {{"tier", "arm", "seed", "steps"}});
+  CHECK(keyed.key_names() == std::vector<std::string>{"tier", "arm", "seed", "steps"});
+
+  std::istringstream ragged("a,b\n1,2\n3\n");
+  try {
+    sg::read_csv(ragged, "ragged.csv");
+    FAIL("a ragged CSV was accepted");
+  } catch (const sg::InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("ragged.csv:3") && Catch::Contains("1 fields, expected 2"));
+  }
+  std::istringstream empty("");
+  CHECK_THROWS_AS(sg::read_csv(empty, "empty.csv"), sg::InputError);
+  std::istringstream bad_type("#type,int64\nn\nabc\n");
+  CHECK_THROWS_WITH(sg::read_csv(bad_type, "typed.csv"), Catch::Contains("typed.csv:3"));
+}
+
+TEST_CASE("HDF5 and CSV inputs concatenate; mismatched columns name the file") {
+  Scratch scratch;
+  sg::ResultTable first;
+  first.add_key("tier", std::vector<std::string>{"10M", "10M"});
+  first.add_key("seed", std::vector<int64_t>{0, 1});
+  first.add_value("val_loss", std::vector<int64_t>{4, 5});  // int64 here, float64 in the CSV
+  const auto h5_path = scratch / "first.h5";
+  sg::write_table(h5_path, first, sg::make_provenance("sg-test", "", {}), false);
+  const auto csv_path = scratch / "second.csv";
+  std::ofstream(csv_path) << "tier,seed,val_loss\n50M,0,3.5\n";
+  const auto all = sg::read_tables({h5_path, csv_path});
+  REQUIRE(all.rows() == 3);
+  CHECK(all.column("tier").strings == std::vector<std::string>{"10M", "10M", "50M"});
+  CHECK(all.column("val_loss").type == ColumnType::float64);
+  CHECK(all.column("val_loss").reals == std::vector<double>{4, 5, 3.5});
+
+  const auto other_path = scratch / "other.csv";
+  std::ofstream(other_path) << "tier,seed,loss\n50M,0,3.5\n";
+  CHECK_THROWS_WITH(sg::read_tables({h5_path, other_path}),
+                    Catch::Contains(other_path) && Catch::Contains("missing: val_loss") && Catch::Contains("extra: loss"));
+
+  const auto binary = scratch / "weights.bin";
+  std::ofstream(binary, std::ios::binary) << std::string("\x01\x00\x02\x03", 4);
+  CHECK_THROWS_WITH(sg::read_table(binary), Catch::Contains(binary) && Catch::Contains("neither"));
+
+  const auto wrong_kind = scratch / "run.h5";
+  {
+    sg::h5::Writer writer(wrong_kind, false);
+    sg::h5::set_format(writer.root(), "sinkgate-run", 1);
+    writer.commit();
+  }
+  CHECK_THROWS_WITH(sg::read_table(wrong_kind), Catch::Contains(wrong_kind) && Catch::Contains("sinkgate-run"));
+  CHECK_THROWS_AS(sg::read_table(scratch / "absent.csv"), sg::InputError);
+}

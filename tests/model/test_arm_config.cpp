@@ -1,0 +1,111 @@
+// Tests of lib/model/arm and lib/model/config: arm names, Table 3 presets, overrides and config files.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "lib/base/error.h"
+#include "lib/model/arm.h"
+#include "lib/model/config.h"
+#include "lib/model/runtime.h"
+
+TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
+  using sg::Filter;
+  using sg::ZeroOption;
+  const std::map<std::string, std::pair<ZeroOption, Filter>> table = {
+      {"baseline", {ZeroOption::none, Filter::none}},        {"offbyone", {ZeroOption::offbyone, Filter::none}},
+      {"sinklogit", {ZeroOption::sinklogit, Filter::none}},  {"sinktoken", {ZeroOption::sinktoken, Filter::none}},
+      {"normgate", {ZeroOption::none, Filter::normgate}},    {"renorm", {ZeroOption::none, Filter::renorm}},
+      {"projgate", {ZeroOption::none, Filter::projgate}},    {"combo", {ZeroOption::sinklogit, Filter::normgate}},
+      {"combo2", {ZeroOption::sinklogit, Filter::projgate}},
+  };
+  CHECK(sg::paper_arm_names().size() == 9);
+  for (const auto& name : sg::paper_arm_names()) {
+    const auto arm = sg::parse_arm(name);
+    CHECK(arm.zero == table.at(name).first);
+    CHECK(arm.filter == table.at(name).second);
+    CHECK(arm.name() == name);
+  }
+  const auto custom = sg::parse_arm("sinktoken+projgate");
+  CHECK(custom.zero == ZeroOption::sinktoken);
+  CHECK(custom.filter == Filter::projgate);
+  CHECK(custom.name() == "sinktoken+projgate");
+  CHECK(sg::parse_arm("sinklogit+projgate").name() == "combo2");
+  CHECK_THROWS_AS(sg::parse_arm("gated"), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_arm("sinklogit+gate"), sg::UsageError);
+}
+
+TEST_CASE("tier presets match Table 3") {
+  struct Row {
+    const char* name;
+    int64_t layers, heads, width, context, micro, accumulation, iterations, warmup;
+  };
+  const Row rows[] = {{"10M", 6, 6, 384, 512, 64, 1, 6000, 200},
+                      {"50M", 10, 10, 640, 1024, 16, 2, 29000, 500},
+                      {"124M", 12, 12, 768, 1024, 8, 4, 48800, 800},
+                      {"350M", 24, 16, 1024, 1024, 8, 4, 177000, 2000}};
+  for (const auto& row : rows) {
+    INFO(row.name);
+    const auto& tier = sg::find_tier(row.name);
+    CHECK(tier.model.n_layer == row.layers);
+    CHECK(tier.model.n_head == row.heads);
+    CHECK(tier.model.n_embd == row.width);
+    CHECK(tier.model.block_size == row.context);
+    CHECK(tier.train.micro_batch == row.micro);
+    CHECK(tier.train.accumulation == row.accumulation);
+    CHECK(tier.train.iterations == row.iterations);
+    CHECK(tier.train.warmup == row.warmup);
+    CHECK(tier.model.vocab_size == 50257);
+    CHECK(tier.train.lr_peak == 6e-4);
+    CHECK(tier.train.lr_min == 6e-5);
+    CHECK(tier.train.eval_batches == 16);
+    CHECK(tier.train.final_eval_batches == 64);
+    // Tokens of Table 3: iterations x batch x context.
+  }
+  CHECK(sg::find_tier("tiny").model.n_layer > 0);
+  CHECK(sg::find_tier("small").model.n_layer > 0);
+  CHECK_THROWS_AS(sg::find_tier("7B"), sg::UsageError);
+}
+
+TEST_CASE("overrides and fields round-trip") {
+  auto config = sg::make_run_config("124M", "combo2", 3);
+  sg::apply_overrides(config, {"n_layer=4", "lr_peak = 3e-4", "arm=sinktoken+normgate"});
+  CHECK(config.model.n_layer == 4);
+  CHECK(config.train.lr_peak == 3e-4);
+  CHECK(config.model.arm.name() == "sinktoken+normgate");
+  sg::RunConfig copy;
+  for (const auto& [key, value] : sg::to_fields(config)) sg::set_field(copy, key, value);
+  CHECK(sg::to_fields(copy) == sg::to_fields(config));
+  CHECK_THROWS_AS(sg::apply_overrides(config, {"n_layer=four"}), sg::UsageError);
+  CHECK_THROWS_AS(sg::apply_overrides(config, {"lr_peak=nan"}), sg::UsageError);
+  CHECK_THROWS_AS(sg::apply_overrides(config, {"nonsense=1"}), sg::UsageError);
+  CHECK_THROWS_AS(sg::apply_overrides(config, {"n_layer"}), sg::UsageError);
+  config.model.n_embd = 100;
+  config.model.n_head = 12;
+  CHECK_THROWS_AS(config.model.validate(), sg::UsageError);
+}
+
+TEST_CASE("configuration files: key = value lines, errors name the file and line") {
+  const std::string path = "test_arm_config.conf.tmp";
+  {
+    std::ofstream out(path);
+    out << "# comment\n\nn_layer = 3   # trailing comment\nwarmup=7\n";
+  }
+  auto config = sg::make_run_config("tiny", "baseline", 0);
+  sg::load_config_file(config, path);
+  CHECK(config.model.n_layer == 3);
+  CHECK(config.train.warmup == 7);
+  {
+    std::ofstream out(path);
+    out << "n_layer = 3\nthis line is wrong\n";
+  }
+  CHECK_THROWS_WITH(sg::load_config_file(config, path), Catch::Contains(path + ":2"));
+  std::remove(path.c_str());
+  CHECK_THROWS_AS(sg::load_config_file(config, "/nonexistent/file.conf"), sg::InputError);
+}
+
+TEST_CASE("devices: cpu parses; cuda without a GPU is a usage error with a hint") {
+  CHECK(sg::parse_device("cpu").is_cpu());
+  CHECK_THROWS_AS(sg::parse_device("tpu"), sg::UsageError);
+  if (!torch::cuda::is_available()) CHECK_THROWS_WITH(sg::parse_device("cuda"), Catch::Contains("no CUDA GPU"));
+}

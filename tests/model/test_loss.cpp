@@ -1,0 +1,84 @@
+// Tests of lib/model/loss: the chunked linear cross-entropy against the unfused loss of LibTorch.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "lib/model/cpu_kernels.h"
+#include "lib/model/loss.h"
+
+TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), value and gradients") {
+  torch::manual_seed(0);
+  for (int64_t chunk : {0, 1, 7, 100}) {
+    INFO("chunk rows " << chunk);
+    auto hidden = torch::randn({37, 16}, torch::kDouble).requires_grad_(true);
+    auto weight = torch::randn({211, 16}, torch::kDouble).requires_grad_(true);
+    const auto targets = torch::randint(211, {37}, torch::kLong);
+    auto hidden_ref = hidden.detach().clone().requires_grad_(true);
+    auto weight_ref = weight.detach().clone().requires_grad_(true);
+    auto loss = sg::linear_cross_entropy(hidden, weight, targets, chunk);
+    auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
+    CHECK(std::abs(loss.item<double>() - ref.item<double>()) < 1e-6);
+    (loss * 2.5).backward();
+    (ref * 2.5).backward();
+    CHECK((hidden.grad() - hidden_ref.grad()).abs().max().item<double>() < 1e-6);
+    CHECK((weight.grad() - weight_ref.grad()).abs().max().item<double>() < 1e-6);
+  }
+  // Repeated targets (the scatter of -1/N adds up), float32, and a plain backward (scale one).
+  for (auto dtype : {torch::kDouble, torch::kFloat}) {
+    INFO("dtype " << dtype);
+    const double tolerance = dtype == torch::kDouble ? 1e-12 : 2e-5;
+    auto hidden = torch::randn({50, 8}, dtype).requires_grad_(true);
+    auto weight = torch::randn({31, 8}, dtype).requires_grad_(true);
+    const auto targets = torch::tensor({3, 3, 3, 0, 30}, torch::kLong).repeat({10});
+    auto hidden_ref = hidden.detach().to(torch::kDouble).requires_grad_(true);
+    auto weight_ref = weight.detach().to(torch::kDouble).requires_grad_(true);
+    auto loss = sg::linear_cross_entropy(hidden, weight, targets, 16);
+    auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
+    CHECK(std::abs(loss.item<double>() - ref.item<double>()) < tolerance);
+    loss.backward();
+    ref.backward();
+    CHECK((hidden.grad().to(torch::kDouble) - hidden_ref.grad()).abs().max().item<double>() < tolerance);
+    CHECK((weight.grad().to(torch::kDouble) - weight_ref.grad()).abs().max().item<double>() < tolerance);
+  }
+  torch::NoGradGuard no_grad;
+  const auto h = torch::randn({5, 4}), w = torch::randn({9, 4});
+  const auto t = torch::randint(9, {5}, torch::kLong);
+  CHECK(std::abs(sg::linear_cross_entropy(h, w, t).item<double>() -
+                 torch::nn::functional::cross_entropy(torch::matmul(h, w.t()), t).item<double>()) < 1e-5);
+}
+
+TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallback against float64") {
+  // The GPT-2 vocabulary size (odd, not a multiple of 64), rows that leave a short last chunk,
+  // and logits spread enough that many exponentials underflow.
+  for (bool fast : {true, false}) {
+    sg::enable_cpu_kernels(fast);
+    for (int64_t chunk : {0, 13}) {
+      INFO("fast paths " << fast << ", chunk rows " << chunk);
+      torch::manual_seed(3);
+      const int64_t rows = 45, width = 24, vocab = 50257;
+      auto hidden = (torch::randn({rows, width}) * 3).requires_grad_(true);
+      auto weight = torch::randn({vocab, width}).requires_grad_(true);
+      auto targets = torch::randint(vocab, {rows}, torch::kLong);
+      targets.index_put_({torch::indexing::Slice(0, 4)}, 7);  // repeated targets
+      auto hidden_ref = hidden.detach().to(torch::kDouble).requires_grad_(true);
+      auto weight_ref = weight.detach().to(torch::kDouble).requires_grad_(true);
+      auto loss = sg::linear_cross_entropy(hidden, weight, targets, chunk);
+      auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
+      CHECK(loss.scalar_type() == torch::kFloat);
+      CHECK(std::abs(loss.item<double>() - ref.item<double>()) < 1e-5 * std::max(1.0, ref.item<double>()));
+      (loss * 0.5).backward();
+      (ref * 0.5).backward();
+      CHECK((hidden.grad().to(torch::kDouble) - hidden_ref.grad()).abs().max().item<double>() < 1e-5);
+      CHECK((weight.grad().to(torch::kDouble) - weight_ref.grad()).abs().max().item<double>() < 1e-6);
+      // Without gradients: the value alone.
+      torch::NoGradGuard no_grad;
+      CHECK(std::abs(sg::linear_cross_entropy(hidden.detach(), weight.detach(), targets, chunk).item<double>() -
+                     ref.item<double>()) < 1e-5 * std::max(1.0, ref.item<double>()));
+    }
+  }
+  sg::enable_cpu_kernels(true);
+  // A target outside the vocabulary is an error, not a read past the logits.
+  torch::NoGradGuard no_grad;
+  const auto h = torch::randn({4, 8}), w = torch::randn({10, 8});
+  CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, 2, 10, 3}, torch::kLong)));
+  CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, -1, 0, 3}, torch::kLong)));
+}

@@ -1,0 +1,172 @@
+// Tests of lib/model/pretrained against transformers: small random GPT-2 and GPT-NeoX models built and
+// run by tests/survey_reference.py (tied and untied heads, the hub's GPT-2 layout in BF16 shards,
+// parallel and sequential NeoX blocks, partial rotary in both config.json spellings, float16
+// shards) must give transformers' logits within 1e-4 and its per-head attention weights; damaged
+// checkpoints (shape or dtype that disagree with config.json, missing tensors, truncated shards,
+// unsupported model types) are refused with an InputError naming the file.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <dirent.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lib/base/error.h"
+#include "lib/io/provenance.h"
+#include "lib/io/safetensors.h"
+#include "lib/model/pretrained.h"
+#include "lib/model/tensors.h"
+#include "tests/support.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::vector<std::string> kModels = {"gpt2-tied", "gpt2-hub-bf16", "neox-parallel", "neox-sequential",
+                                          "neox-fp16-sharded"};
+
+
+using sg_test::exists;
+using sg_test::Scratch;
+using sg_test::slurp;
+
+const std::string& fixtures() { return sg_test::survey_fixtures(); }
+
+
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  REQUIRE(out.good());
+}
+
+/// Copies the files of fixture `name` into `dir`.
+void copy_fixture(const std::string& name, const std::string& dir) {
+  const std::string source = fixtures() + "/" + name;
+  DIR* d = opendir(source.c_str());
+  REQUIRE(d != nullptr);
+  while (const dirent* entry = readdir(d)) {
+    const std::string file = entry->d_name;
+    if (file == "." || file == "..") continue;
+    write_bytes(dir + "/" + file, slurp(source + "/" + file));
+  }
+  closedir(d);
+}
+
+/// Rewrites one field of config.json in `dir`.
+void set_config(const std::string& dir, const std::string& key, const nlohmann::json& value) {
+  auto config = nlohmann::json::parse(slurp(dir + "/config.json"));
+  config[key] = value;
+  write_bytes(dir + "/config.json", config.dump(2));
+}
+
+double max_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("pretrained: logits and attention weights match transformers", "[pretrained][reference]") {
+  for (const auto& name : kModels) {
+    INFO("model " << name);
+    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU);
+    const auto reference = sg::SafetensorsFile::open(fixtures() + "/" + name + ".reference.safetensors");
+    const auto ids = sg::load_tensor(reference, "ids");
+    CHECK(model.parameter_count() == std::stoll(reference.metadata().at("parameters")));
+
+    const auto logits = model.forward(ids);  // fused attention
+    const double logit_error = max_difference(logits, sg::load_tensor(reference, "logits"));
+    std::vector<torch::Tensor> attention;
+    const auto explicit_logits = model.forward(ids, [&](int64_t layer, const sg::AttentionTelemetry& t) {
+      CHECK(layer == static_cast<int64_t>(attention.size()));
+      attention.push_back(t.weights.clone());
+      const double d = static_cast<double>(t.reads.size(-1));
+      CHECK(max_difference(t.read_norms, t.reads.norm(2, -1) / std::sqrt(d)) < 1e-6);
+    });
+    const double explicit_error = max_difference(explicit_logits, sg::load_tensor(reference, "logits"));
+    REQUIRE(static_cast<int64_t>(attention.size()) == model.config().n_layer);
+    double attention_error = 0;
+    for (size_t l = 0; l < attention.size(); ++l)
+      attention_error = std::max(attention_error, max_difference(attention[l], sg::load_tensor(reference, "attention." + std::to_string(l))));
+    // The llm.c habit: print the differences, not only pass/fail.
+    std::printf("%-18s max |logits - transformers| fused %.2e explicit %.2e, max |attention - transformers| %.2e\n",
+                name.c_str(), logit_error, explicit_error, attention_error);
+    CHECK(logit_error < 1e-4);
+    CHECK(explicit_error < 1e-4);
+    CHECK(attention_error < 1e-5);
+  }
+}
+
+TEST_CASE("pretrained: config.json in both spellings of the rotary settings", "[pretrained]") {
+  const auto modern = sg::read_pretrained_config(fixtures() + "/neox-parallel/config.json");
+  CHECK(modern.architecture == sg::Architecture::gpt_neox);
+  CHECK(modern.rotary_pct == 0.25);
+  CHECK(modern.rotary_dims() == 4);
+  CHECK(modern.use_parallel_residual);
+  CHECK(modern.dtype == "float32");
+  const auto legacy = sg::read_pretrained_config(fixtures() + "/neox-sequential/config.json");
+  CHECK(legacy.rotary_pct == 0.5);
+  CHECK(legacy.rotary_base == 500);
+  CHECK(legacy.rotary_dims() == 8);
+  CHECK_FALSE(legacy.use_parallel_residual);
+  const auto gpt2 = sg::read_pretrained_config(fixtures() + "/gpt2-hub-bf16/config.json");
+  CHECK(gpt2.architecture == sg::Architecture::gpt2);
+  CHECK(gpt2.dtype == "bfloat16");
+  CHECK_FALSE(gpt2.tie_word_embeddings);
+  CHECK(gpt2.n_inner == 4 * gpt2.n_embd);
+}
+
+TEST_CASE("pretrained: checkpoints that disagree with config.json are refused", "[pretrained][errors]") {
+  Scratch scratch;
+  SECTION("a shape that config.json does not imply") {
+    copy_fixture("gpt2-tied", scratch.dir);
+    set_config(scratch.dir, "vocab_size", 98);
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU),
+                      Contains(scratch / "model.safetensors") && Contains("wte.weight") && Contains("shape [97, 48]") &&
+                          Contains("implies [98, 48]"));
+  }
+  SECTION("a dtype other than the declared one") {
+    copy_fixture("neox-parallel", scratch.dir);
+    set_config(scratch.dir, "dtype", "float16");
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU),
+                      Contains(scratch / "model.safetensors") && Contains("is float32") && Contains("declares float16"));
+  }
+  SECTION("a tensor that config.json needs and the checkpoint lacks") {
+    copy_fixture("neox-sequential", scratch.dir);
+    set_config(scratch.dir, "num_hidden_layers", 4);
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU), Contains("lacks tensor 'gpt_neox.layers.3."));
+  }
+  SECTION("a truncated shard") {
+    copy_fixture("neox-fp16-sharded", scratch.dir);
+    const auto shard = scratch / "model-00002-of-00007.safetensors";
+    const auto bytes = slurp(shard);
+    write_bytes(shard, bytes.substr(0, bytes.size() - 100));
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU), Contains(shard) && Contains("outside the file"));
+  }
+  SECTION("a model type that is not GPT-2 or GPT-NeoX") {
+    copy_fixture("gpt2-tied", scratch.dir);
+    set_config(scratch.dir, "model_type", "llama");
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU),
+                      Contains(scratch / "config.json") && Contains("'llama' is not supported"));
+  }
+  SECTION("a rotary embedding other than the default") {
+    copy_fixture("neox-parallel", scratch.dir);
+    set_config(scratch.dir, "rope_parameters", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 10000}});
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU), Contains("rope_type 'linear'"));
+  }
+  SECTION("no config.json") {
+    copy_fixture("gpt2-tied", scratch.dir);
+    std::remove((scratch / "config.json").c_str());
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU), Contains("config.json"));
+  }
+}
+
+TEST_CASE("pretrained: sequences longer than the context are refused", "[pretrained][errors]") {
+  const auto model = sg::PretrainedModel::load(fixtures() + "/gpt2-tied", torch::kCPU);
+  const auto ids = torch::zeros({1, model.config().n_positions + 1}, torch::kInt64);
+  CHECK_THROWS_AS(model.forward(ids), sg::UsageError);
+}
