@@ -15,6 +15,7 @@
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/io/h5.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
@@ -83,15 +84,13 @@ struct CorpusReader::State {
       const auto& name = files[index++];
       line_number = 0;
       carry.clear();
-      if (name == "-") {
-        in = &std::cin;
-        jsonl = options.stdin_jsonl;
-        return true;
-      }
-      file.open(name, std::ios::binary);
-      if (!file) throw InputError(name + ": cannot open");
+      // stdin is read from the copy that resolve_input made (provenance hashed it already, so
+      // std::cin itself is exhausted by now).
+      const std::string path = h5::resolve_input(name);
+      file.open(path, std::ios::binary);
+      if (!file) throw InputError(h5::display_name(name) + ": cannot open");
       in = &file;
-      jsonl = ends_with(name, ".jsonl") || ends_with(name, ".jsonl.txt");
+      jsonl = name == "-" ? options.stdin_jsonl : ends_with(name, ".jsonl") || ends_with(name, ".jsonl.txt");
       return true;
     }
     return false;
@@ -103,9 +102,8 @@ CorpusReader::CorpusReader(std::vector<std::string> files, CorpusOptions options
   state_->files = std::move(files);
   state_->options = options;
   for (const auto& name : state_->files) {
-    if (name == "-") continue;
     std::error_code error;
-    const auto size = fs::file_size(name, error);
+    const auto size = fs::file_size(h5::resolve_input(name), error);
     if (!error) state_->bytes_total += static_cast<int64_t>(size);
   }
 }

@@ -36,7 +36,7 @@ class CorpusReader {
   /// The next piece; false at the end. Throws InputError naming the file and line on a bad
   /// JSON line or a line without the text field.
   bool next(std::string& piece, bool& last);
-  /// Bytes read so far, and the total size of the files (0 when unknown, e.g. stdin).
+  /// Bytes read so far, and the total size of the inputs (stdin: of its copy).
   int64_t bytes_read() const;
   int64_t bytes_total() const;
 

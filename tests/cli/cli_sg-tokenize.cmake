@@ -11,3 +11,19 @@ add_test(NAME "cli: sg-tokenize names a bad JSON line"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-tokenize>
                  "-DARGS=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/bad.jsonl;-o;${SG_CLI_DATA}/bad.h5;--force"
                  -DEXPECT_CODE=3 "-DEXPECT_STDERR=bad.jsonl:2:" -P ${SG_EXPECT})
+
+# stdin ("-", by a pipe and by a redirect; JSON Lines with --jsonl) is the same corpus as the file:
+# the same documents and tokens in each split.
+set(SG_STDIN_TEXT ${SG_CORPUS}/introduction.rst.txt)
+add_test(NAME "cli: sg-tokenize reads a pipe, a redirect and JSON Lines on stdin as it reads the file"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/stdin'; rm -rf \"$d\"; mkdir -p \"$d\"; t='${SG_STDIN_TEXT}'
+tok=$<TARGET_FILE:sg-tokenize>; counts() { sed -n 's/.*: \\([0-9]* documents, [0-9]* tokens ([^)]*)\\).*/\\1/p'; }
+file=$($tok \"$t\" --val-tokens 1000 -o \"$d/file.h5\" 2>&1 | counts)
+pipe=$(cat \"$t\" | $tok - --val-tokens 1000 -o \"$d/pipe.h5\" 2>&1 | counts)
+redirect=$($tok - --val-tokens 1000 -o \"$d/redirect.h5\" < \"$t\" 2>&1 | counts)
+${SG_PYTHON} -c 'import json,sys; print(json.dumps({\"text\": open(sys.argv[1]).read()}))' \"$t\" > \"$d/one.jsonl\"
+jsonl=$($tok - --jsonl --val-tokens 1000 -o \"$d/jsonl.h5\" < \"$d/one.jsonl\" 2>&1 | counts)
+echo \"file [$file] pipe [$pipe] redirect [$redirect] jsonl [$jsonl]\"
+[ -n \"$file\" ] && [ \"$file\" = \"$pipe\" ] && [ \"$file\" = \"$redirect\" ] && [ \"$file\" = \"$jsonl\" ] && echo same-corpus")
+set_tests_properties("cli: sg-tokenize reads a pipe, a redirect and JSON Lines on stdin as it reads the file"
+                     PROPERTIES PASS_REGULAR_EXPRESSION "same-corpus")
