@@ -35,17 +35,49 @@ struct Options {
   int64_t stop_after = 0;
 };
 
-void run(const Options& options, const std::string& command_line) {
+/// The configuration of the run to continue (--resume): the run file's. An option that would
+/// change it is refused rather than silently ignored.
+sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& parser) {
+  const auto& path = options.common.output;
+  const sg::RunConfig config = sg::read_run_state(path).config;
+  sg::RunConfig asked = config;
+  if (parser.given("--tier")) asked.tier = sg::find_tier(options.tier).name;
+  if (parser.given("--arm")) asked.model.arm = sg::parse_arm(options.arm);
+  if (parser.given("--seed")) asked.seed = options.common.seed;
+  if (!options.common.config.empty()) sg::load_config_file(asked, options.common.config);
+  sg::apply_overrides(asked, options.overrides);
+  std::string differences;
+  const auto have = sg::to_fields(config), want = sg::to_fields(asked);
+  for (size_t i = 0; i < have.size(); ++i)
+    if (have[i].second != want[i].second)
+      differences += (differences.empty() ? "" : ", ") + want[i].first + " " + want[i].second + " (the file: " +
+                     have[i].second + ")";
+  if (!differences.empty())
+    throw sg::UsageError("--resume continues the run in " + path + " as it was configured, but the command line asks for " +
+                             differences,
+                         "drop those options to continue it, or start a new run under another -o");
+  return config;
+}
+
+void run(const Options& options, const sg::cli::Parser& parser) {
   sg::log::set_level(options.common.log_level);
   sg::set_threads(options.common.threads);
   if (options.common.output.empty()) throw sg::UsageError("no output run file", "give -o FILE.h5");
+  if (options.common.output == "-")  // every checkpoint rewrites the run file: stdout would get one file each
+    throw sg::UsageError("a run file cannot be written to stdout ('-o -')",
+                         "give -o FILE.h5; other tools read it from there (sg-eval FILE.h5 -o - | sg-tabulate -)");
   if (options.resume && options.common.force) throw sg::UsageError("--resume and --force exclude each other");
-  if (!options.resume) sg::h5::check_writable(options.common.output, options.common.force);
-  auto config = sg::make_run_config(options.tier, options.arm, options.common.seed);
-  if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
-  sg::apply_overrides(config, options.overrides);
-  config.model.validate();
-  config.train.validate();
+  sg::RunConfig config;
+  if (options.resume) {
+    config = resumed_config(options, parser);
+  } else {
+    sg::h5::check_writable(options.common.output, options.common.force);
+    config = sg::make_run_config(options.tier, options.arm, options.common.seed);
+    if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
+    sg::apply_overrides(config, options.overrides);
+    config.model.validate();
+    config.train.validate();
+  }
 
   sg::TrainOptions train;
   train.token_file = options.tokens;
@@ -56,8 +88,8 @@ void run(const Options& options, const std::string& command_line) {
   train.stop_after = options.stop_after;
   std::string fields;
   for (const auto& [key, value] : sg::to_fields(config)) fields += key + "=" + value + "\n";
-  train.provenance = sg::make_provenance("sg-train", command_line, {options.tokens}, fields);
-  sg::log::info("sg-train: tier " + config.tier + ", arm " + config.model.arm.name() + ", seed " +
+  train.provenance = sg::make_provenance("sg-train", parser.command_line(), {options.tokens}, fields);
+  sg::log::info(std::string(options.resume ? "sg-train: resuming " : "sg-train: ") + "tier " + config.tier + ", arm " + config.model.arm.name() + ", seed " +
                 std::to_string(config.seed) + ", " + std::to_string(config.train.iterations) + " steps of " +
                 std::to_string(config.train.batch()) + " x " + std::to_string(config.model.block_size) + " tokens on " +
                 train.device.str());
@@ -88,5 +120,5 @@ int main(int argc, char** argv) {
                 "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval");
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
-  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser); });
 }

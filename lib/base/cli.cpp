@@ -86,6 +86,8 @@ bool Parser::parse(int argc, char** argv) {
   return true;
 }
 
+bool Parser::given(const std::string& name) const { return app_->count(name) > 0; }
+
 int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body) {
   try {
     if (!parser.parse(argc, argv)) return kExitOk;

@@ -63,6 +63,8 @@ class Parser {
 
   /// Parses argv; returns false when --help or --version was answered (exit 0).
   bool parse(int argc, char** argv);
+  /// After parse: whether the option named `name` ("--tier") was on the command line.
+  bool given(const std::string& name) const;
 
  private:
   std::string tool_;

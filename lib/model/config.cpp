@@ -216,12 +216,24 @@ void set_field(RunConfig& config, const std::string& key, const std::string& val
   throw UsageError("unknown configuration field '" + key + "'", "fields: " + names);
 }
 
+namespace {
+/// set_field for what a user writes (--set, --config): `tier` may only repeat the run's tier,
+/// since a tier is a whole preset and naming another would relabel the run without its shape.
+void set_user_field(RunConfig& config, const std::string& key, const std::string& value) {
+  if (key == "tier" && value != config.tier)
+    throw UsageError("'tier = " + value + "' would only relabel this " + config.tier +
+                         " run: a tier is a preset of every field, chosen with --tier",
+                     "use --tier " + value + ", then change single fields with --config or --set");
+  set_field(config, key, value);
+}
+}  // namespace
+
 void apply_overrides(RunConfig& config, const std::vector<std::string>& assignments) {
   for (const auto& assignment : assignments) {
     const auto eq = assignment.find('=');
     if (eq == std::string::npos)
       throw UsageError("override '" + assignment + "' is not of the form key=value");
-    set_field(config, trim(assignment.substr(0, eq)), trim(assignment.substr(eq + 1)));
+    set_user_field(config, trim(assignment.substr(0, eq)), trim(assignment.substr(eq + 1)));
   }
 }
 
@@ -240,7 +252,7 @@ void load_config_file(RunConfig& config, const std::string& path) {
     if (eq == std::string::npos)
       throw InputError(path + ":" + std::to_string(number) + ": expected 'key = value', got '" + line + "'");
     try {
-      set_field(config, trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+      set_user_field(config, trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
     } catch (const UsageError& error) {
       throw InputError(path + ":" + std::to_string(number) + ": " + error.what(), error.hint());
     }

@@ -79,11 +79,12 @@ RunConfig make_run_config(const std::string& tier, const std::string& arm, int64
 /// unknown key or a value that does not parse.
 void set_field(RunConfig& config, const std::string& key, const std::string& value);
 
-/// Applies "key=value" strings in order.
+/// Applies "key=value" strings in order. Throws UsageError on a bad assignment, and for
+/// "tier=X" with X other than config.tier (a tier is chosen with make_run_config, i.e. --tier).
 void apply_overrides(RunConfig& config, const std::vector<std::string>& assignments);
 
 /// Reads a configuration file of "key = value" lines ('#' starts a comment) into config;
-/// throws InputError naming the file and line.
+/// throws InputError naming the file and line (also for a `tier` other than config.tier).
 void load_config_file(RunConfig& config, const std::string& path);
 
 /// Every field as (name, value string), in a fixed order; round-trips through set_field.

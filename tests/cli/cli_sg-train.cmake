@@ -27,6 +27,12 @@ add_test(NAME "cli: sg-train refuses a token file whose vocabulary does not fit 
 add_test(NAME "cli: sg-train refuses an unwritable output"
          COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;-o;/nonexistent/dir/run.h5"
                  -DEXPECT_CODE=4 -DEXPECT_STDERR=/nonexistent/dir -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train refuses to write its run file to stdout"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;-o;-"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=cannot be written to stdout" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train refuses a tier given as a field, pointing to --tier"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--set;tier=tiny;-o;${SG_CLI_DATA}/x.h5;--force"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=use --tier tiny" -P ${SG_EXPECT})
 add_test(NAME "cli: sg-train refuses an existing output without --force"
          COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;-o;${SG_CLI_DATA}/run.h5"
                  -DEXPECT_CODE=4 -DEXPECT_STDERR=exists -P ${SG_EXPECT})
@@ -40,3 +46,16 @@ set_tests_properties("cli: sg-train names a missing token file" "cli: sg-train r
                      "cli: sg-train refuses an existing output without --force"
                      "cli: sg-train stops on a non-finite loss and keeps the last good checkpoint"
                      PROPERTIES FIXTURES_REQUIRED "sg_tokens;sg_run")
+
+# --resume continues the file's run: the start-up line names it, and an option that would change
+# it (another arm, seed or field) is refused instead of dropped.
+string(REPLACE ";" " " SG_TINY_LINE "${SG_TINY}")
+add_test(NAME "cli: sg-train --resume names the file's run and refuses options that differ from it"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/resume'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
+$train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --arm sinklogit --seed 3 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
+set +e; $train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --arm combo2 --set warmup=1 -o \"$d/run.h5\" 2> \"$d/refused.txt\"; code=$?; set -e
+echo \"refused with $code: $(cat \"$d/refused.txt\")\"
+$train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --seed 3 --threads 1 -o \"$d/run.h5\" 2>&1 | head -1")
+set_tests_properties("cli: sg-train --resume names the file's run and refuses options that differ from it" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "refused with 2: sg-train: error: --resume continues the run in [^ ]*run.h5 as it was configured, but the command line asks for arm combo2 \\(the file: sinklogit\\), warmup 1 \\(the file: 2\\).*\nsg-train: resuming tier tiny, arm sinklogit, seed 3, 6 steps")

@@ -80,6 +80,10 @@ TEST_CASE("overrides and fields round-trip") {
   CHECK_THROWS_AS(sg::apply_overrides(config, {"lr_peak=nan"}), sg::UsageError);
   CHECK_THROWS_AS(sg::apply_overrides(config, {"nonsense=1"}), sg::UsageError);
   CHECK_THROWS_AS(sg::apply_overrides(config, {"n_layer"}), sg::UsageError);
+  // The tier is a preset chosen with --tier: naming another one would relabel the run only.
+  CHECK_THROWS_WITH(sg::apply_overrides(config, {"tier=tiny"}), Catch::Contains("--tier"));
+  CHECK(config.tier == "124M");
+  CHECK_NOTHROW(sg::apply_overrides(config, {"tier=124M"}));  // a dumped configuration repeats it
   config.model.n_embd = 100;
   config.model.n_head = 12;
   CHECK_THROWS_AS(config.model.validate(), sg::UsageError);
@@ -100,6 +104,12 @@ TEST_CASE("configuration files: key = value lines, errors name the file and line
     out << "n_layer = 3\nthis line is wrong\n";
   }
   CHECK_THROWS_WITH(sg::load_config_file(config, path), Catch::Contains(path + ":2"));
+  {
+    std::ofstream out(path);
+    out << "n_layer = 3\ntier = small\n";
+  }
+  CHECK_THROWS_WITH(sg::load_config_file(config, path), Catch::Contains(path + ":2") && Catch::Contains("with --tier"));
+  CHECK(config.tier == "tiny");
   std::remove(path.c_str());
   CHECK_THROWS_AS(sg::load_config_file(config, "/nonexistent/file.conf"), sg::InputError);
 }
