@@ -49,6 +49,7 @@ void run(const Options& options, const std::string& command_line) {
   for (const auto& path : options.runs) {
     const auto state = sg::read_run_state(path);
     const auto& config = state.config;
+    sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
     if (!state.finished) sg::log::info("sg-eval: warning: " + path + " is unfinished (step " + std::to_string(state.step) + ")");
     auto model = sg::load_model(path, device);
     const int64_t batches = options.batches > 0 ? options.batches : config.train.final_eval_batches;

@@ -125,6 +125,21 @@ inline void write_counting_tokens(const std::string& path, int64_t documents, in
   writer.commit();
 }
 
+/// A token file at `path` of one document of `total` - 1 uniform random ids below vocab - 1 (a
+/// fixed generator), the end-of-text id vocab - 1 closing it; the first `val_tokens` are validation.
+inline void write_random_tokens(const std::string& path, int64_t vocab, int64_t total, int64_t val_tokens,
+                                uint64_t seed = 1) {
+  sg::TokenWriter writer(path, /*force=*/true, val_tokens, "test", vocab, vocab - 1);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  std::vector<int32_t> ids(static_cast<size_t>(total - 1));
+  for (auto& id : ids) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;  // an LCG: portable, fixed
+    id = static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(vocab - 1));
+  }
+  writer.add_document(ids);
+  writer.commit();
+}
+
 #if defined(SG_PYTHON) && defined(SG_TEST_SOURCE_DIR)
 /// The reference models of tests/survey_reference.py, made once per version of the script and
 /// kept in the test's working folder (ctest runs each test case as its own process; test_survey

@@ -223,7 +223,10 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 
   const bool want_fused = options.backend == AttentionBackend::fused ||
                           (options.backend == AttentionBackend::automatic && fused_attention_supported(q));
-  if (!hooks && !cache && want_fused && (options.causal ? k.size(2) == length : true)) {
+  // Corruption happens to v above, so it keeps the fused path; overrides and telemetry need the
+  // explicit attention matrix.
+  const bool needs_matrix = hooks && (hooks->gate_override != GateOverride::none || hooks->telemetry);
+  if (!needs_matrix && !cache && want_fused && (options.causal ? k.size(2) == length : true)) {
     auto q_in = q, k_in = k, v_pass = reads;
     if (key_bias.defined()) {
       // Augmented dimension: q gets sqrt(d), k gets log g_j, so q'.k'/sqrt(d) = s_ij + log g_j.

@@ -89,7 +89,8 @@ struct AttendOptions {
 /// The attention arithmetic of an arm, shared by the language model and the toy task:
 /// queries q (B, H, Tq, d) over keys k (B, H, Tk, d) and reads v (B, H, Tk, d) -> (B, H, Tq, d).
 /// Applies the corruption hook to v, the gate, the phantom column and the overrides, and
-/// records telemetry. The fused path is taken when no hook or cache is active.
+/// records telemetry. The fused path is taken unless a cache, a gate override or telemetry needs
+/// the explicit attention matrix (corruption alone keeps it).
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      const ArmParameters& params, const AttendOptions& options);
 

@@ -259,6 +259,13 @@ void load_config_file(RunConfig& config, const std::string& path) {
   }
 }
 
+void check_vocabulary_fits(const TokenFile& tokens, const ModelConfig& model, const std::string& model_source) {
+  if (tokens.info().vocab_size <= model.vocab_size) return;
+  throw InputError(tokens.path() + ": token ids go up to " + std::to_string(tokens.info().vocab_size - 1) + " but " +
+                       model_source + " has a vocabulary of " + std::to_string(model.vocab_size) + " entries",
+                   "use a token file of the model's tokenizer (or, for a new run, --set vocab_size=N)");
+}
+
 std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& config) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& field : fields()) out.emplace_back(field.name, field.get(config));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/model/arm.h"
+#include "lib/text/token_file.h"
 
 namespace sg {
 
@@ -86,6 +87,10 @@ void apply_overrides(RunConfig& config, const std::vector<std::string>& assignme
 /// Reads a configuration file of "key = value" lines ('#' starts a comment) into config;
 /// throws InputError naming the file and line (also for a `tier` other than config.tier).
 void load_config_file(RunConfig& config, const std::string& path);
+
+/// Throws InputError naming the token file when its ids can reach past the model's vocabulary
+/// (token vocab_size > model.vocab_size), with a hint; `model_source` names the model in the message.
+void check_vocabulary_fits(const TokenFile& tokens, const ModelConfig& model, const std::string& model_source);
 
 /// Every field as (name, value string), in a fixed order; round-trips through set_field.
 std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& config);

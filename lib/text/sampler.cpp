@@ -4,17 +4,13 @@
 #include "lib/base/error.h"
 
 namespace sg {
-namespace {
 
-/// SplitMix64's finaliser: a bijective mix of 64 bits.
 uint64_t mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-
-}  // namespace
 
 int64_t window_start(int64_t seed, Split split, int64_t index, int64_t range) {
   if (range <= 0) throw UsageError("window range must be positive");

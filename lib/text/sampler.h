@@ -15,6 +15,9 @@
 
 namespace sg {
 
+/// SplitMix64's finaliser: a bijective mix of 64 bits (the counter-based generators' hash).
+uint64_t mix64(uint64_t x);
+
 /// Draw `index` of the stream (seed, split): a uniform integer in [0, range), counter-based.
 /// Throws UsageError when range is not positive.
 int64_t window_start(int64_t seed, Split split, int64_t index, int64_t range);

@@ -68,10 +68,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     config.train.validate();
     state.config = config;
   }
-  if (tokens.info().vocab_size > config.model.vocab_size)
-    throw InputError(options.token_file + ": token ids go up to " + std::to_string(tokens.info().vocab_size - 1) +
-                         " but the model's vocabulary has " + std::to_string(config.model.vocab_size) + " entries",
-                     "set vocab_size (--set vocab_size=N) or use a token file of the model's tokenizer");
+  check_vocabulary_fits(tokens, config.model, "the model");
   state.token_file = options.token_file;
 
   GPT model = options.resume ? load_model(options.output, options.device) : build_model(config.model, config.seed);

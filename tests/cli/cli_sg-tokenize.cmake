@@ -1,7 +1,6 @@
 # Command-line tests of sg-tokenize on a small corpus the tests tokenise (the Python tutorial of the
 # default corpus). Its output, cli-data/tokens.h5, is the fixture sg_tokens that the tests of
 # sg-train, sg-eval, sg-survey and the Makefile train on.
-set(SG_CORPUS /usr/share/doc/python3.11/html/_sources/tutorial)
 
 add_test(NAME "cli: sg-tokenize the tutorial (fixture)"
          COMMAND sg-tokenize ${SG_CORPUS} --val-tokens 5000 -o ${SG_CLI_DATA}/tokens.h5 --force)

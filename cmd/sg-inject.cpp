@@ -1,0 +1,111 @@
+// sg-inject — the injection battery and exposure accounting of paper Section 6 / App. C
+// (Tables 6, 7, 9; Figure 2).
+//
+// Input: one or more run files (sg-train; any arm, any tier) and the token file they were trained
+// on. Every model is scored on the same fixed validation batches (--batches of --batch-size
+// sequences of --context tokens, drawn by the stream of --eval-seed: the sampler of sg-eval),
+// clean and under each condition — a junk type, a cutoff (median or 25th percentile of each
+// head's read norms in each sequence) and a dose ε — with the corruption applied to the value
+// reads before any gate at every layer at once (lib/instruments/corruption.h). Exposure (Table 9)
+// comes from one more clean pass with explicit attention weights.
+//
+// Output: one result table (lib/SCHEMA.md, "sg-inject output") for all inputs: rows with
+// measure=injection (one per run × junk × cutoff × dose: loss, clean_loss, delta_loss, counts)
+// and measure=exposure (one per run × cutoff × layer, and layer=all: quiet_mass, phantom_mass).
+//
+// Examples:
+//   sg-inject --tokens data/tokens.h5 runs/124M/*/0.h5 --junk structured,gaussian -o results/inject.h5
+//   sg-inject --tokens data/tokens.h5 run.h5 --junk own-direction --cutoff median --doses 0.4,0.8 -o - |
+//     sg-tabulate - --where measure=injection --rows arm --cols dose --cell delta_loss --signed
+#include <sstream>
+
+#include "lib/base/cli.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/instruments/injection.h"
+#include "lib/io/h5.h"
+#include "lib/io/provenance.h"
+#include "lib/io/results.h"
+#include "lib/model/checkpoint.h"
+#include "lib/model/runtime.h"
+#include "lib/text/token_file.h"
+
+namespace {
+
+struct Options {
+  sg::cli::CommonOptions common = [] {
+    sg::cli::CommonOptions o;
+    o.output = "-";  // the result table on stdout unless -o names a file
+    return o;
+  }();
+  std::vector<std::string> runs;
+  std::string tokens;
+  std::string junk = "structured";
+  std::string cutoffs = "q25,median";
+  std::string doses = "0.2,0.4,0.8,1.6";
+  sg::InjectionOptions inject;
+  bool no_exposure = false;
+};
+
+void run(const Options& options, const std::string& command_line) {
+  sg::log::set_level(options.common.log_level);
+  sg::set_threads(options.common.threads);
+  sg::h5::check_writable(options.common.output, options.common.force);
+  sg::InjectionOptions inject = options.inject;
+  sg::set_battery(inject, options.junk, options.cutoffs, options.doses);
+  inject.seed = options.common.seed;
+  inject.exposure = !options.no_exposure;
+  inject.device = sg::parse_device(options.common.device);
+  inject.skip_inapplicable = options.runs.size() > 1;
+  const auto tokens = sg::TokenFile::open(options.tokens);
+  auto table = sg::injection_table();
+  for (size_t i = 0; i < options.runs.size(); ++i) {
+    const auto& path = options.runs[i];
+    const auto state = sg::read_run_state(path);
+    const auto& config = state.config;
+    sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
+    if (!state.finished) sg::log::info("sg-inject: warning: " + path + " is unfinished (step " + std::to_string(state.step) + ")");
+    auto model = sg::load_model(path, inject.device);
+    const std::string name = "sg-inject: [" + std::to_string(i + 1) + "/" + std::to_string(options.runs.size()) + " " +
+                             config.tier + " " + config.model.arm.name() + " seed " + std::to_string(config.seed) + "] ";
+    inject.progress = [&](const std::string& line) { sg::log::info(name + line); };
+    const auto result = sg::inject(*model, config, tokens, inject);
+    for (const auto junk : result.skipped)
+      sg::log::info("sg-inject: warning: " + path + ": arm " + config.model.arm.name() + " has no projection gate; its " +
+                    sg::to_string(junk) + " rows are left out");
+    sg::append_injection_rows(table, config, result);
+  }
+  std::vector<std::string> inputs = options.runs;
+  inputs.push_back(options.tokens);
+  std::ostringstream settings;
+  settings << "junk=" << options.junk << " cutoff=" << options.cutoffs << " doses=" << options.doses
+           << " batches=" << inject.batches << " batch_size=" << inject.batch_size << " context=" << inject.context
+           << " eval_seed=" << inject.eval_seed << " seed=" << inject.seed << " exposure=" << inject.exposure;
+  sg::write_table(options.common.output, table, sg::make_provenance("sg-inject", command_line, inputs, settings.str()),
+                  options.common.force);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  sg::cli::Parser parser("sg-inject",
+                         "Injection battery (junk type x cutoff x dose) and exposure accounting of run files; writes "
+                         "a result table.");
+  parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
+  parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
+  parser.option("--junk", options.junk,
+                "junk types, comma-separated: structured, same-context, gaussian, random-direction, own-direction");
+  parser.option("--cutoff", options.cutoffs, "quiet-read cutoffs, comma-separated: median, q25");
+  parser.option("--doses", options.doses, "doses epsilon, comma-separated (>= 0)");
+  parser.option("--batches", options.inject.batches, "evaluation batches");
+  parser.option("--batch-size", options.inject.batch_size, "sequences per batch");
+  parser.option("--context", options.inject.context, "tokens per sequence (0: min(512, the model's context))");
+  parser.option("--eval-seed", options.inject.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
+  parser.flag("--no-exposure", options.no_exposure, "skip the exposure pass (Table 9)");
+  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kSeed | sg::cli::kDevice |
+                                    sg::cli::kThreads | sg::cli::kLogLevel);
+  parser.footer("--seed keys the junk's random choices (with layer, head and batch, never the arm): arms given the "
+                "same --seed see the same junk on the same tokens.");
+  return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
+}

@@ -1,0 +1,176 @@
+// corruption.cpp — quiet reads, junk vectors and the corruption hook.
+#include "lib/instruments/corruption.h"
+
+#include <cmath>
+
+#include "lib/base/error.h"
+#include "lib/text/sampler.h"
+
+namespace sg {
+namespace {
+
+using torch::indexing::Slice;
+
+const std::vector<std::pair<JunkType, std::string>>& junk_names() {
+  static const std::vector<std::pair<JunkType, std::string>> names = {
+      {JunkType::structured, "structured"},
+      {JunkType::same_context, "same-context"},
+      {JunkType::gaussian, "gaussian"},
+      {JunkType::random_direction, "random-direction"},
+      {JunkType::own_direction, "own-direction"},
+  };
+  return names;
+}
+
+/// The generator of (seed, layer, head, batch): a CPU generator, so every device draws the same.
+at::Generator generator_for(int64_t seed, int64_t layer, int64_t head, int64_t batch) {
+  uint64_t key = mix64(static_cast<uint64_t>(seed) ^ 0x6A756E6Bull);  // "junk"
+  key = mix64(key ^ static_cast<uint64_t>(layer));
+  key = mix64(key ^ static_cast<uint64_t>(head));
+  key = mix64(key ^ static_cast<uint64_t>(batch));
+  return at::make_generator<at::CPUGeneratorImpl>(key);
+}
+
+/// Rows of x (..., d) scaled to unit length (a zero row stays zero).
+torch::Tensor unit(const torch::Tensor& x) { return x / x.norm(2, -1, /*keepdim=*/true).clamp_min(1e-30); }
+
+/// The unit junk vectors u_j (B, Tr, d) of head `head`, from its reads `real` (B, Tr, d).
+torch::Tensor junk_directions(const torch::Tensor& real, const CorruptionSpec& spec, int64_t layer, int64_t head,
+                              int64_t batch, const torch::Tensor& gate_direction) {
+  const int64_t b = real.size(0), length = real.size(1), d = real.size(2);
+  auto generator = generator_for(spec.seed, layer, head, batch);
+  const auto cpu_long = torch::TensorOptions().dtype(torch::kLong);
+  const auto cpu_math = torch::TensorOptions().dtype(real.scalar_type());
+  switch (spec.junk) {
+    case JunkType::structured: {
+      // Another sequence b' = b + 1 + r (mod B), r uniform in [0, B - 2]; a uniform position there.
+      const auto shift = torch::randint(0, b - 1, {b, length}, generator, cpu_long) + 1;
+      const auto other = (torch::arange(b, cpu_long).unsqueeze(1) + shift) % b;
+      const auto position = torch::randint(0, length, {b, length}, generator, cpu_long);
+      const auto flat = (other * length + position).view({-1}).to(real.device());
+      return unit(real.reshape({b * length, d}).index_select(0, flat).view({b, length, d}));
+    }
+    case JunkType::same_context: {
+      // A uniform position of the same sequence other than j itself.
+      const auto draw = torch::randint(0, length - 1, {b, length}, generator, cpu_long);
+      const auto own = torch::arange(length, cpu_long).unsqueeze(0);
+      const auto position = draw + (draw >= own).to(torch::kLong);
+      const auto flat = (torch::arange(b, cpu_long).unsqueeze(1) * length + position).view({-1}).to(real.device());
+      return unit(real.reshape({b * length, d}).index_select(0, flat).view({b, length, d}));
+    }
+    case JunkType::gaussian:
+      return unit(torch::randn({b, length, d}, generator, cpu_math)).to(real.device());
+    case JunkType::random_direction:
+      return unit(torch::randn({d}, generator, cpu_math)).to(real.device()).view({1, 1, d}).expand({b, length, d});
+    case JunkType::own_direction: {
+      const auto w = gate_direction[head].to(real.device(), real.scalar_type());
+      const double norm = w.norm().item<double>();
+      if (!(norm > 0))
+        throw UsageError("own-direction junk: the projection gate of layer " + std::to_string(layer) + ", head " +
+                         std::to_string(head) + " has w_h = 0 (an untrained gate has no direction)");
+      return (w / norm).view({1, 1, d}).expand({b, length, d});
+    }
+  }
+  throw Error("unknown junk type");
+}
+
+}  // namespace
+
+std::string to_string(JunkType junk) {
+  for (const auto& [value, name] : junk_names())
+    if (value == junk) return name;
+  return "?";
+}
+
+std::string to_string(Cutoff cutoff) { return cutoff == Cutoff::median ? "median" : "q25"; }
+
+JunkType parse_junk(const std::string& name) {
+  std::string choices;
+  for (const auto& [value, known] : junk_names()) {
+    if (known == name) return value;
+    choices += (choices.empty() ? "" : ", ") + known;
+  }
+  throw UsageError("unknown junk type '" + name + "'", "junk types: " + choices);
+}
+
+Cutoff parse_cutoff(const std::string& name) {
+  if (name == "median") return Cutoff::median;
+  if (name == "q25") return Cutoff::q25;
+  throw UsageError("unknown cutoff '" + name + "'", "cutoffs: median, q25");
+}
+
+double quantile_of(Cutoff cutoff) { return cutoff == Cutoff::median ? 0.5 : 0.25; }
+
+torch::Tensor norm_quantile(const torch::Tensor& norms, double q) {
+  const int64_t length = norms.size(-1);
+  if (length < 1) throw UsageError("a quantile of no reads");
+  const auto sorted = std::get<0>(norms.sort(-1));
+  const double position = q * static_cast<double>(length - 1);
+  const auto low = static_cast<int64_t>(std::floor(position));
+  const auto high = std::min<int64_t>(low + 1, length - 1);
+  const double fraction = position - static_cast<double>(low);
+  const auto below = sorted.select(-1, low), above = sorted.select(-1, high);
+  return below + (above - below) * fraction;
+}
+
+torch::Tensor quiet_mask(const torch::Tensor& norms, Cutoff cutoff) {
+  return norms < norm_quantile(norms, quantile_of(cutoff)).unsqueeze(-1);
+}
+
+torch::Tensor corrupt_reads(const torch::Tensor& reads, const CorruptionSpec& spec, int64_t layer, int64_t batch,
+                            const torch::Tensor& gate_direction, torch::Tensor* corrupted) {
+  if (spec.dose < 0 || !std::isfinite(spec.dose))
+    throw UsageError("a dose must be a finite number >= 0, not " + std::to_string(spec.dose));
+  const int64_t b = reads.size(0), h = reads.size(1), t = reads.size(2);
+  const int64_t skip = std::min(spec.skip_positions, t), length = t - skip;
+  if (spec.junk == JunkType::structured && b < 2)
+    throw UsageError("structured junk comes from another sequence of the batch: it needs at least 2 sequences per batch");
+  if (spec.junk == JunkType::same_context && length < 2 && spec.dose > 0)
+    throw UsageError("same-context junk comes from another position of the sequence: it needs at least 2 positions");
+  if (spec.junk == JunkType::own_direction && !gate_direction.defined())
+    throw UsageError("own-direction junk needs a projection gate (projgate, combo2 or ZERO+projgate)");
+  const auto math = reads.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  if (length < 1) {
+    if (corrupted) *corrupted = torch::zeros({b, h, t}, reads.options().dtype(torch::kBool));
+    return reads;
+  }
+  const auto real = reads.narrow(2, skip, length).to(math);  // (B, H, Tr, d)
+  const auto norms = real.norm(2, -1);                        // (B, H, Tr)
+  const auto quiet = quiet_mask(norms, spec.cutoff);          // (B, H, Tr)
+  if (corrupted)
+    *corrupted = torch::cat({torch::zeros({b, h, skip}, quiet.options()), quiet}, 2);
+  if (spec.dose == 0) return reads;  // junk of size zero: the reads exactly as they were
+  const auto median = norm_quantile(norms, 0.5);              // (B, H) m_h
+  std::vector<torch::Tensor> heads;
+  heads.reserve(static_cast<size_t>(h));
+  for (int64_t head = 0; head < h; ++head)
+    heads.push_back(junk_directions(real.select(1, head), spec, layer, head, batch, gate_direction));
+  const auto u = torch::stack(heads, 1);  // (B, H, Tr, d)
+  const auto junk = u * (spec.dose * median).view({b, h, 1, 1}) * quiet.unsqueeze(-1).to(math);
+  auto out = reads.clone();
+  out.narrow(2, skip, length).copy_((real + junk).to(reads.scalar_type()));
+  return out;
+}
+
+Corruptor::Corruptor(CorruptionSpec spec, std::vector<torch::Tensor> gate_directions)
+    : state_(std::make_shared<State>()) {
+  state_->spec = spec;
+  state_->gate_directions = std::move(gate_directions);
+}
+
+std::shared_ptr<AttentionHooks> Corruptor::hooks(const AttentionHooks& base) const {
+  auto hooks = std::make_shared<AttentionHooks>(base);
+  auto state = state_;
+  hooks->corrupt = [state](const torch::Tensor& reads, int64_t layer) {
+    const torch::Tensor direction =
+        layer < static_cast<int64_t>(state->gate_directions.size()) ? state->gate_directions[layer] : torch::Tensor();
+    torch::Tensor mask;
+    auto out = corrupt_reads(reads, state->spec, layer, state->batch, direction, &mask);
+    state->corrupted += mask.sum().item<int64_t>();
+    state->total += reads.size(0) * reads.size(1) * std::max<int64_t>(reads.size(2) - state->spec.skip_positions, 0);
+    return out;
+  };
+  return hooks;
+}
+
+}  // namespace sg
