@@ -41,6 +41,7 @@ struct Options {
   std::string row_order, col_order;  // comma-separated values of the last --rows / --cols key
   std::vector<std::string> order, labels, headers, section_labels, plain, where;
   std::string keys;
+  std::string source_key;
 };
 
 sg::TabulateOptions tabulate_options(const Options& o) {
@@ -83,7 +84,10 @@ void run(Options options, const std::string& tool, const std::string& command_li
     throw sg::UsageError("--format h5 writes the rows as a result table; it does not pivot");
   if (to_h5 || options.common.output != "-") sg::h5::check_writable(options.common.output, options.common.force);
 
-  const auto table = sg::filter_rows(sg::read_tables(options.inputs, {sg::split_list(options.keys)}), options.where);
+  sg::CsvOptions csv;
+  csv.keys = sg::split_list(options.keys);
+  csv.source_key = options.source_key;
+  const auto table = sg::filter_rows(sg::read_tables(options.inputs, csv), options.where);
   if (to_h5) {
     std::string config = "concatenate";
     for (const auto& w : options.where) config += " where " + w;
@@ -125,5 +129,8 @@ int main(int argc, char** argv) {
   parser.option("--keys", options.keys,
                 "key columns of CSV inputs, comma-separated (default: the file's #role line, else the "
                 "non-numeric columns and seed)");
+  parser.option("--source-key", options.source_key,
+                "add a key column of this name to every input that lacks it, holding the input's file name "
+                "without folder and extension (e.g. to set our table beside pipelines/paper_table7.csv)");
   return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.tool(), parser.command_line()); });
 }

@@ -517,7 +517,18 @@ ResultTable read_table(const std::string& path, const CsvOptions& csv) {
 
 ResultTable read_tables(const std::vector<std::string>& paths, const CsvOptions& csv) {
   ResultTable all;
-  for (const auto& path : paths) all.append(read_table(path, csv), h5::display_name(path));
+  for (const auto& path : paths) {
+    auto table = read_table(path, csv);
+    if (!csv.source_key.empty() && !table.has(csv.source_key)) {
+      std::string stem = h5::display_name(path);
+      const auto slash = stem.find_last_of('/');
+      if (slash != std::string::npos) stem = stem.substr(slash + 1);
+      const auto dot = stem.find_last_of('.');
+      if (dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
+      table.add_key(csv.source_key, std::vector<std::string>(table.rows(), stem));
+    }
+    all.append(table, h5::display_name(path));
+  }
   return all;
 }
 

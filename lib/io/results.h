@@ -109,6 +109,9 @@ ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>
 /// writes decide; without those, the non-numeric columns and a column named `seed` are keys.
 struct CsvOptions {
   std::vector<std::string> keys;  // the key columns, by name; all others are values
+  /// read_tables: when set, an input without a column of this name gets it as a key column
+  /// holding the input's file name without folder and extension ("runs/a.h5" -> "a"; "stdin").
+  std::string source_key;
 };
 
 /// Reads a result table from an HDF5 file (format "sinkgate-result") or a CSV file with a

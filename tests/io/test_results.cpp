@@ -182,3 +182,25 @@ TEST_CASE("HDF5 and CSV inputs concatenate; mismatched columns name the file") {
   CHECK_THROWS_WITH(sg::read_table(wrong_kind), Catch::Contains(wrong_kind) && Catch::Contains("sinkgate-run"));
   CHECK_THROWS_AS(sg::read_table(scratch / "absent.csv"), sg::InputError);
 }
+
+TEST_CASE("a source key tells the inputs apart: each input lacking it gets its file name") {
+  Scratch scratch;
+  sg::ResultTable ours;
+  ours.add_key("tier", std::vector<std::string>{"124M"});
+  ours.add_value("delta_loss", std::vector<double>{0.25});
+  const auto h5_path = scratch / "table7.h5";
+  sg::write_table(h5_path, ours, sg::make_provenance("sg-test", "", {}), false);
+  const auto paper = scratch / "paper.csv";  // has the column already: kept as it is
+  std::ofstream(paper) << "source,tier,delta_loss\npaper,124M,0.11\n";
+  const auto plain = scratch / "runs.v2.csv";
+  std::ofstream(plain) << "tier,delta_loss\n350M,0.5\n";
+  sg::CsvOptions csv;
+  csv.source_key = "source";
+  const auto all = sg::read_tables({h5_path, paper, plain}, csv);
+  REQUIRE(all.rows() == 3);
+  CHECK(all.column("source").role == sg::Role::key);
+  CHECK(all.column("source").strings == std::vector<std::string>{"table7", "paper", "runs.v2"});
+  CHECK(all.column("delta_loss").reals == std::vector<double>{0.25, 0.11, 0.5});
+  // Without the option the same inputs do not concatenate.
+  CHECK_THROWS_WITH(sg::read_tables({h5_path, paper}), Catch::Contains("extra: source"));
+}
