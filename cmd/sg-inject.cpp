@@ -45,6 +45,7 @@ struct Options {
   std::string doses = "0.2,0.4,0.8,1.6";
   sg::InjectionOptions inject;
   bool no_exposure = false;
+  std::string backend = "auto";
 };
 
 void run(const Options& options, const std::string& command_line) {
@@ -57,6 +58,9 @@ void run(const Options& options, const std::string& command_line) {
   inject.exposure = !options.no_exposure;
   inject.device = sg::parse_device(options.common.device);
   inject.skip_inapplicable = options.runs.size() > 1;
+  inject.backend = options.backend == "explicit" ? sg::AttentionBackend::explicit_math
+                   : options.backend == "fused"  ? sg::AttentionBackend::fused
+                                                 : sg::AttentionBackend::automatic;
   const auto tokens = sg::TokenFile::open(options.tokens);
   auto table = sg::injection_table();
   for (size_t i = 0; i < options.runs.size(); ++i) {
@@ -103,6 +107,9 @@ int main(int argc, char** argv) {
   parser.option("--context", options.inject.context, "tokens per sequence (0: min(512, the model's context))");
   parser.option("--eval-seed", options.inject.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
   parser.flag("--no-exposure", options.no_exposure, "skip the exposure pass (Table 9)");
+  parser.option("--attention", options.backend,
+                "attention path of the clean and corrupted passes: auto (fused where it runs), explicit, fused");
+  parser.choices({"auto", "explicit", "fused"});
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kSeed | sg::cli::kDevice |
                                     sg::cli::kThreads | sg::cli::kLogLevel);
   parser.footer("--seed keys the junk's random choices (with layer, head and batch, never the arm): arms given the "

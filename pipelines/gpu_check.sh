@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_check.sh — the checks that need a CUDA GPU, in one run: the GPU tests of the attention
 # kernels against float64, the arms' self-check on the GPU, a short bf16 training run per arm at
-# the 124M tier (tokens/s and overhead against the baseline) and a 10M-tier run that must learn.
+# the 124M tier (tokens/s and overhead against the baseline), the injection battery on a 124M-shaped
+# model (its wall time) and a 10M-tier run that must learn.
 #
 # Usage: pipelines/gpu_check.sh [BIN_DIR] [TOKENS] [OUT_DIR]
 #   BIN_DIR  the built executables (default build/bin)
@@ -60,6 +61,15 @@ for arm in $ARMS baseline; do
     >> "$OUT/throughput.tsv"
 done
 cat "$OUT/throughput.tsv"
+
+# The injection battery on a 124M-shaped model (issue: under 5 minutes on one H200): a combo2 run of
+# two steps (its projection gate has left w_h = 0, so own-direction junk is defined), then every junk
+# type at both cutoffs and four doses, 8 batches of 8 x 512 tokens, and the exposure pass.
+step "$BIN/sg-train" --tier 124M --arm combo2 --device cuda --tokens "$TOKENS" -o "$OUT/inject-run.h5" --force \
+  --set iterations=2 --set warmup=1 --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --log-level quiet
+step "$BIN/sg-inject" --tokens "$TOKENS" "$OUT/inject-run.h5" --device cuda \
+  --junk structured,same-context,gaussian,random-direction,own-direction -o "$OUT/inject.h5" --force
+rm -f "$OUT/inject-run.h5"
 
 # Resume on the GPU: a run stopped at step 40 and resumed must end where an uninterrupted run
 # ends (the flash backward's atomics make GPU runs close rather than bitwise equal).

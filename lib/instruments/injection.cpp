@@ -121,6 +121,7 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
   AutocastGuard autocast(options.device);
   const bool was_training = model.is_training();
   model.eval();
+  model.set_backend(options.backend);
   std::vector<Batch> batches;
   for (int64_t k = 0; k < options.batches; ++k) {
     auto batch = sample_batch(tokens, Split::val, result.eval_seed, k * options.batch_size, options.batch_size,
@@ -212,6 +213,7 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
     }
   }
   model.train(was_training);
+  model.set_backend(AttentionBackend::automatic);
   return result;
 }
 

@@ -43,6 +43,8 @@ struct InjectionOptions {
   /// arm; true leaves those conditions out (the caller warns).
   bool skip_inapplicable = false;
   torch::Device device = torch::kCPU;
+  /// The attention path of the clean and corrupted passes (the exposure pass is always explicit).
+  AttentionBackend backend = AttentionBackend::automatic;
   /// Called with a line of progress after each pass (the condition, delta_loss, ETA).
   std::function<void(const std::string&)> progress;
 };

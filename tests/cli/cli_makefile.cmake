@@ -12,11 +12,19 @@ add_test(NAME "make: the quick profile's dry run lists the expected commands"
 set_tests_properties("make: the quick profile's dry run lists the expected commands" PROPERTIES
   PASS_REGULAR_EXPRESSION "sg-tokenize /usr/share/doc/python3.11/html/_sources.*sg-train --tokens [^ ]*tokens.h5 --tier quick --arm baseline.*--seed 0.*sg-train --tokens [^ ]*tokens.h5 --tier quick --arm combo2.*--seed 1.*sg-eval.*sg-pairdiff [^ ]*val.h5 --ref baseline --ref-mean.*sg-pairdiff [^ ]*val.h5 --decompose --sink sinklogit --gate projgate --both combo2")
 
-add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2 and 5"
+add_test(NAME "make: the paper profile's dry run lists the injection battery of Tables 6, 7, 9 and Figure 2"
+         COMMAND ${SG_MAKE} -n PROFILE=paper OUT=${SG_MAKE_WORK}/dry-paper TOKENS=${SG_MAKE_WORK}/dry-paper/tokens.h5
+                 table6 table7 table9 fig2)
+set_tests_properties("make: the paper profile's dry run lists the injection battery of Tables 6, 7, 9 and Figure 2" PROPERTIES
+  PASS_REGULAR_EXPRESSION "sg-inject --tokens [^ ]*tokens.h5 [^ ]*runs/10M/baseline/0.h5 --junk structured,gaussian .*runs/124M/sinklogit/0.h5 --junk structured,same-context,gaussian,random-direction [^a-z,].*sg-inject --tokens [^ ]*tokens.h5 [^ ]*runs/124M/projgate/0.h5 --junk structured,same-context,gaussian,random-direction,own-direction .*runs/350M/combo2/0.h5 --junk structured .*--context 1024.*gnuplot")
+
+add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2, 5, 6 and 9"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/run'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny OUT=${SG_MAKE_WORK}/run \
 TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS='baseline sinklogit projgate combo2' SEEDS='0 1' THREADS=1 \
 TRAIN_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=4 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet' \
-table1 table2 table5 >/dev/null; cat ${SG_MAKE_WORK}/run/table1.md ${SG_MAKE_WORK}/run/table2.md ${SG_MAKE_WORK}/run/table5.md")
-set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2 and 5" PROPERTIES
+INJECT_FLAGS='--batches 2 --log-level quiet' \
+table1 table2 table5 table6 table9 >/dev/null; cat ${SG_MAKE_WORK}/run/table1.md ${SG_MAKE_WORK}/run/table2.md ${SG_MAKE_WORK}/run/table5.md \
+${SG_MAKE_WORK}/run/table6.md ${SG_MAKE_WORK}/run/table9.md")
+set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6 and 9" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
-  PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1")
+  PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|")
