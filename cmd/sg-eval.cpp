@@ -1,7 +1,8 @@
 // sg-eval — validation loss of trained run files on the fixed final validation batches.
 //
 // Input: one or more run files (sg-train) and the token file they were trained on. Output: a
-// result table (lib/SCHEMA.md) with one row per run: keys tier, arm, seed; values val_loss
+// result table (lib/SCHEMA.md) with one row per run: keys tier, arm, seed, run (and the run's
+// labels); values val_loss
 // (nats, mean over final_eval_batches fixed batches of the tier's batch size, drawn by the
 // evaluation seed: the same tokens for every arm and seed), tokens (the number scored) and
 // steps. Zero-shot tasks (LAMBADA, HellaSwag, WikiText-2) are a later addition as new columns.
@@ -46,6 +47,7 @@ void run(const Options& options, const std::string& command_line) {
   table.add_column("val_loss", sg::Role::value, sg::ColumnType::float64);
   table.add_column("tokens", sg::Role::value, sg::ColumnType::int64);
   table.add_column("steps", sg::Role::value, sg::ColumnType::int64);
+  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;
   for (const auto& path : options.runs) {
     const auto state = sg::read_run_state(path);
     const auto& config = state.config;
@@ -56,8 +58,10 @@ void run(const Options& options, const std::string& command_line) {
     const double loss = sg::validation_loss(*model, tokens, config, batches, device);
     const int64_t scored = batches * config.train.batch() * config.model.block_size;
     table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, state.step});
+    run_keys.push_back(sg::run_keys(path, state));
     sg::log::info("sg-eval: " + path + ": val_loss " + sg::format_exact(loss));
   }
+  sg::add_key_columns(table, run_keys, options.runs);
   std::vector<std::string> inputs = options.runs;
   inputs.push_back(options.tokens);
   sg::write_table(options.common.output, table,

@@ -9,7 +9,8 @@
 // reads before any gate at every layer at once (lib/instruments/corruption.h). Exposure (Table 9)
 // comes from one more clean pass with explicit attention weights.
 //
-// Output: one result table (lib/SCHEMA.md, "sg-inject output") for all inputs: rows with
+// Output: one result table (lib/SCHEMA.md, "sg-inject output") for all inputs, every row keyed by
+// its run (and the run's labels): rows with
 // measure=injection (one per run × junk × cutoff × dose: loss, clean_loss, delta_loss, counts)
 // and measure=exposure (one per run × cutoff × layer, and layer=all: quiet_mass, phantom_mass).
 //
@@ -63,6 +64,8 @@ void run(const Options& options, const std::string& command_line) {
                                                  : sg::AttentionBackend::automatic;
   const auto tokens = sg::TokenFile::open(options.tokens);
   auto table = sg::injection_table();
+  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;  // per row
+  std::vector<std::string> sources;
   for (size_t i = 0; i < options.runs.size(); ++i) {
     const auto& path = options.runs[i];
     const auto state = sg::read_run_state(path);
@@ -78,7 +81,10 @@ void run(const Options& options, const std::string& command_line) {
       sg::log::info("sg-inject: warning: " + path + ": arm " + config.model.arm.name() + " has no projection gate; its " +
                     sg::to_string(junk) + " rows are left out");
     sg::append_injection_rows(table, config, result);
+    run_keys.resize(table.rows(), sg::run_keys(path, state));
+    sources.resize(table.rows(), path);
   }
+  sg::add_key_columns(table, run_keys, sources);
   std::vector<std::string> inputs = options.runs;
   inputs.push_back(options.tokens);
   std::ostringstream settings;

@@ -11,12 +11,14 @@
 //   sg-train --tokens data/tokens.h5 --tier small --arm combo2 --seed 0 -o runs/small-combo2-0.h5
 //   sg-train --tokens data/tokens.h5 --tier 124M --arm sinklogit --device cuda -o run.h5 --set micro_batch=16 --set accumulation=2
 //   sg-train --tokens data/tokens.h5 -o run.h5 --resume          # continue a stopped run
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/model/config.h"
@@ -33,13 +35,21 @@ struct Options {
   std::vector<std::string> overrides;
   bool resume = false;
   int64_t stop_after = 0;
+  std::vector<std::string> labels;
 };
+
+std::string describe_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::vector<std::string> items;
+  for (const auto& [key, value] : labels) items.push_back(key + "=" + value);
+  return items.empty() ? "none" : sg::join(items, " ");
+}
 
 /// The configuration of the run to continue (--resume): the run file's. An option that would
 /// change it is refused rather than silently ignored.
 sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& parser) {
   const auto& path = options.common.output;
-  const sg::RunConfig config = sg::read_run_state(path).config;
+  const auto state = sg::read_run_state(path);
+  const sg::RunConfig& config = state.config;
   sg::RunConfig asked = config;
   if (parser.given("--tier")) asked.tier = sg::find_tier(options.tier).name;
   if (parser.given("--arm")) asked.model.arm = sg::parse_arm(options.arm);
@@ -47,6 +57,12 @@ sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& pars
   if (!options.common.config.empty()) sg::load_config_file(asked, options.common.config);
   sg::apply_overrides(asked, options.overrides);
   std::string differences;
+  auto sorted = [](std::vector<std::pair<std::string, std::string>> labels) {
+    std::sort(labels.begin(), labels.end());
+    return labels;
+  };
+  if (parser.given("--label") && sorted(sg::parse_labels(options.labels)) != sorted(state.labels))
+    differences = "labels " + sg::join(options.labels, " ") + " (the file: " + describe_labels(state.labels) + ")";
   const auto have = sg::to_fields(config), want = sg::to_fields(asked);
   for (size_t i = 0; i < have.size(); ++i)
     if (have[i].second != want[i].second)
@@ -86,6 +102,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   train.resume = options.resume;
   train.device = sg::parse_device(options.common.device);
   train.stop_after = options.stop_after;
+  train.labels = sg::parse_labels(options.labels);
   std::string fields;
   for (const auto& [key, value] : sg::to_fields(config)) fields += key + "=" + value + "\n";
   train.provenance = sg::make_provenance("sg-train", parser.command_line(), {options.tokens}, fields);
@@ -118,6 +135,9 @@ int main(int argc, char** argv) {
                 "override a field, key=value (repeatable): n_layer n_head n_embd block_size vocab_size gate_beta "
                 "micro_batch accumulation iterations warmup lr_peak lr_min weight_decay beta1 beta2 grad_clip "
                 "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval");
+  parser.option("--label", options.labels,
+                "KEY=VALUE carried as a key column into every result table made from the run (repeatable; "
+                "run=NAME names the run in place of its file)");
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser); });

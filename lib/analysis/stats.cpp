@@ -43,7 +43,7 @@ Grouping group_rows(const ResultTable& input, const std::string& pair, const std
   Grouping grouping;
   grouping.numeric_seeds = pair_column.numeric();
   for (const auto& name : input.key_names())
-    if (name != pair && name != by && name != value) grouping.keys.push_back(name);
+    if (name != pair && name != by && name != value && name != kRunKey) grouping.keys.push_back(name);
   std::map<std::string, size_t> index;
   for (size_t r = 0; r < input.rows(); ++r) {
     std::string id, label;

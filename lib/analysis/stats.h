@@ -1,7 +1,7 @@
 // stats.h — paired per-seed comparisons of arms (paper Section 4.1, Tables 1 and 2).
 //
-// Rows of a result table are grouped by every key column except the pairing column (seed) and
-// the arm column; within a group, two arms are compared only on the seeds both have, so that the
+// Rows of a result table are grouped by every key column except the pairing column (seed), the
+// arm column and the `run` identity (each arm's run file differs, by construction); within a group, two arms are compared only on the seeds both have, so that the
 // seed noise shared by a pair cancels. An effect is the mean of the per-seed differences with its
 // standard error: sample standard deviation / √n, NaN for n = 1 (the paper prints single seeds
 // without ±).

@@ -515,6 +515,29 @@ ResultTable read_table(const std::string& path, const CsvOptions& csv) {
   return read_csv(stream, name, csv);
 }
 
+void add_key_columns(ResultTable& table, const std::vector<std::vector<std::pair<std::string, std::string>>>& rows,
+                     const std::vector<std::string>& sources) {
+  if (rows.size() != table.rows() || sources.size() != table.rows())
+    throw UsageError("add_key_columns: " + std::to_string(rows.size()) + " key lists for " +
+                     std::to_string(table.rows()) + " rows");
+  std::vector<std::string> names;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (const auto& [name, value] : rows[r]) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      if (table.has(name))
+        throw InputError(sources[r] + ": its key '" + name + "' is already a column of the table",
+                         "give the run another label name (sg-train --label NAME=VALUE)");
+      names.push_back(name);
+    }
+  for (const auto& name : names) {
+    std::vector<std::string> cells(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (const auto& [key, value] : rows[r])
+        if (key == name) cells[r] = value;
+    table.add_key(name, std::move(cells));
+  }
+}
+
 ResultTable read_tables(const std::vector<std::string>& paths, const CsvOptions& csv) {
   ResultTable all;
   for (const auto& path : paths) {

@@ -20,6 +20,10 @@ namespace sg {
 inline constexpr const char* kResultFormat = "sinkgate-result";
 inline constexpr int64_t kResultSchemaVersion = 1;
 
+/// The key column naming what a row measured: the run file (or its `--label run=…`). Pairing
+/// (stats.h) ignores it, since the runs of two arms always differ.
+inline constexpr const char* kRunKey = "run";
+
 enum class Role { key, value };
 enum class ColumnType { float64, int64, string };
 
@@ -101,6 +105,13 @@ class ResultTable {
   std::vector<Column> columns_;
 };
 
+/// Adds string key columns from per-row (name, value) lists, one list per row of `table`: a
+/// column per name in first-seen order, "" where a row lacks the name. Throws InputError naming
+/// `sources[r]` (what row r came from) when a name is already a column of the table, and
+/// UsageError when the lists do not match the rows.
+void add_key_columns(ResultTable& table, const std::vector<std::vector<std::pair<std::string, std::string>>>& rows,
+                     const std::vector<std::string>& sources);
+
 /// Keeps the rows matching every "COLUMN=V1,V2,…" spec (the tools' --where). UsageError for a
 /// spec without '=' or an absent column.
 ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>& specs);
@@ -108,6 +119,8 @@ ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>
 /// How CSV columns become key columns. Without `keys`, the annotation lines that write_csv
 /// writes decide; without those, the non-numeric columns and a column named `seed` are keys.
 struct CsvOptions {
+  CsvOptions(std::vector<std::string> keys = {}, std::string source_key = {})
+      : keys(std::move(keys)), source_key(std::move(source_key)) {}
   std::vector<std::string> keys;  // the key columns, by name; all others are values
   /// read_tables: when set, an input without a column of this name gets it as a key column
   /// holding the input's file name without folder and extension ("runs/a.h5" -> "a"; "stdin").

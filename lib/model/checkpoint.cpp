@@ -1,8 +1,11 @@
 // checkpoint.cpp — run files.
 #include "lib/model/checkpoint.h"
 
+#include <cctype>
+
 #include "lib/base/error.h"
 #include "lib/io/h5.h"
+#include "lib/io/results.h"
 #include "lib/model/tensors.h"
 
 namespace sg {
@@ -49,6 +52,10 @@ void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim:
       write_tensor(group, "exp_avg_sq", adam->exp_avg_sq().to(torch::kCPU));
     }
   }
+  if (!state.labels.empty()) {
+    auto labels = root.create_group("labels");
+    for (const auto& [key, value] : state.labels) labels.set_attribute(key, value);
+  }
   const auto& c = state.curves;
   root.write_ints("curves/step", c.step);
   root.write_doubles("curves/train_loss", c.train_loss);
@@ -88,7 +95,39 @@ RunState read_run_state(const std::string& path) {
   c.tokens_per_second = root.dataset("curves/tokens_per_second").read_doubles();
   c.val_step = root.dataset("curves/val_step").read_ints();
   c.val_loss = root.dataset("curves/val_loss").read_doubles();
+  if (root.exists("labels")) {
+    const auto labels = root.group("labels");
+    for (const auto& key : labels.attribute_names()) state.labels.emplace_back(key, labels.attribute_string(key));
+  }
   return state;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_labels(const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    const std::string key = spec.substr(0, eq);
+    bool valid = eq != std::string::npos && !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0]));
+    for (char c : key) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!valid)
+      throw UsageError("--label '" + spec + "' is not KEY=VALUE with a KEY of letters, digits and '_'",
+                       "e.g. --label lr=3e-4 --label sweep=warmup");
+    if (key == "tier" || key == "arm" || key == "seed")
+      throw UsageError("--label " + key + "=… would shadow the run's own " + key, "choose another label name");
+    for (const auto& [seen, value] : labels)
+      if (seen == key) throw UsageError("--label " + key + " is given twice");
+    labels.emplace_back(key, spec.substr(eq + 1));
+  }
+  return labels;
+}
+
+std::vector<std::pair<std::string, std::string>> run_keys(const std::string& path, const RunState& state) {
+  std::vector<std::pair<std::string, std::string>> keys = {{kRunKey, path}};
+  for (const auto& [key, value] : state.labels) {
+    if (key == kRunKey) keys.front().second = value;
+    else keys.emplace_back(key, value);
+  }
+  return keys;
 }
 
 GPT load_model(const std::string& path, const torch::Device& device) {

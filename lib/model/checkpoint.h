@@ -40,7 +40,18 @@ struct RunState {
   std::string token_file;       // path of the token file trained on
   std::string token_file_hash;  // its SHA-256
   Curves curves;
+  /// sg-train --label KEY=VALUE: extra key columns of every result row made from the run (a label
+  /// `run` names it in place of its file). Group /labels of the run file, one string attribute each.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
+
+/// Parses --label specs "KEY=VALUE": KEY of letters, digits and '_' not starting with a digit,
+/// not tier, arm or seed (the run's own keys), each KEY once. Throws UsageError naming the spec.
+std::vector<std::pair<std::string, std::string>> parse_labels(const std::vector<std::string>& specs);
+
+/// The key cells a run gives every result row made from it: ("run", its label `run`, else the
+/// path as given), then its other labels in order.
+std::vector<std::pair<std::string, std::string>> run_keys(const std::string& path, const RunState& state);
 
 /// Writes a run file atomically. The optimizer may be null (weights only).
 void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim::AdamW* optimizer,

@@ -67,6 +67,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     config.model.validate();
     config.train.validate();
     state.config = config;
+    state.labels = options.labels;
   }
   check_vocabulary_fits(tokens, config.model, "the model");
   state.token_file = options.token_file;

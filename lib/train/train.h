@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lib/model/checkpoint.h"
 #include "lib/model/config.h"
@@ -21,6 +23,7 @@ struct TrainOptions {
   torch::Device device = torch::kCPU;
   Provenance provenance;  // root attributes of the run file
   int64_t stop_after = 0;  // stop (with a checkpoint) after this many steps of this invocation; 0: run to the end
+  std::vector<std::pair<std::string, std::string>> labels;  // a new run's labels (RunState::labels)
 };
 
 struct TrainSummary {

@@ -95,6 +95,22 @@ TEST_CASE("paired differences on a hand-made table, unpaired seeds left out and 
   CHECK(find_row(t, level) == 0);  // first in its group
 }
 
+TEST_CASE("the run key names what a row measured and does not split the pairs; labels do") {
+  // Each arm's run is another file, so `run` differs between the rows of a pair: it must not be a
+  // group key. A label (here lr) is one: its values are separate groups.
+  auto input = runs({{"A", "baseline", 0, 1.0}, {"A", "x", 0, 0.8}, {"A", "baseline", 1, 2.0}, {"A", "x", 1, 1.6},
+                     {"A", "baseline", 0, 3.0}, {"A", "x", 0, 2.5}});
+  input.add_key(sg::kRunKey, std::vector<std::string>{"b0.h5", "x0.h5", "b1.h5", "x1.h5", "b0-lr.h5", "x0-lr.h5"});
+  input.add_key("lr", std::vector<std::string>{"6e-4", "6e-4", "6e-4", "6e-4", "3e-4", "3e-4"});
+  sg::PairOptions options;
+  const auto result = sg::paired_differences(input, options);
+  CHECK_FALSE(result.table.has(sg::kRunKey));
+  CHECK(result.table.rows() == 2);
+  // lr 6e-4: (0.8 - 1.0, 1.6 - 2.0) -> mean -0.3; lr 3e-4: -0.5 on one seed.
+  CHECK(std::abs(cell(result.table, {{"lr", "6e-4"}, {"arm", "x"}}, "mean") - -0.3) < 1e-12);
+  CHECK(std::abs(cell(result.table, {{"lr", "3e-4"}, {"arm", "x"}}, "mean") - -0.5) < 1e-12);
+}
+
 TEST_CASE("the paper's Table 1 entries recomputed from its Table 5 (10M, sink logit)") {
   // Table 5, FineWeb 10M: baseline 4.2141 4.2060 4.2155; sinklogit 4.1981 4.1916 4.1904.
   // Differences −0.0160, −0.0144, −0.0251 → mean −0.0185; deviations 0.0025, 0.0041, −0.0066;

@@ -59,3 +59,22 @@ $train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --seed 3 --threads 1 -o \"$d/r
 set_tests_properties("cli: sg-train --resume names the file's run and refuses options that differ from it" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "refused with 2: sg-train: error: --resume continues the run in [^ ]*run.h5 as it was configured, but the command line asks for arm combo2 \\(the file: sinklogit\\), warmup 1 \\(the file: 2\\).*\nsg-train: resuming tier tiny, arm sinklogit, seed 3, 6 steps")
+
+# A sweep: two runs of one tier, arm and seed apart only by a hyperparameter stay apart in every
+# table made from them: --label iters=N becomes a key column (and `run` names each file), so
+# sg-tabulate lays them out and sg-pairdiff pairs within each label value.
+add_test(NAME "cli: sg-train --label keeps the runs of a sweep apart in sg-eval, sg-tabulate and sg-pairdiff"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/sweep'; rm -rf \"$d\"; mkdir -p \"$d\"
+for steps in 2 4; do for arm in baseline sinklogit; do
+  ${train} --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --arm $arm --set iterations=$steps --set warmup=1 \
+    --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --threads 1 \
+    --label iters=$steps --log-level quiet -o \"$d/$arm-$steps.h5\"
+done; done
+$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 \"$d\"/*.h5 --threads 1 --log-level quiet -o \"$d/val.h5\"
+$<TARGET_FILE:sg-tabulate> \"$d/val.h5\" --rows iters --cols arm --cell val_loss
+$<TARGET_FILE:sg-pairdiff> \"$d/val.h5\" --ref baseline --log-level quiet | $<TARGET_FILE:sg-tabulate> - --rows iters --cols arm --se none
+$<TARGET_FILE:sg-tabulate> \"$d/val.h5\" --where iters=4 --rows run --cols arm --cell steps
+set +e; ${train} --tokens ${SG_CLI_DATA}/tokens.h5 --resume --label iters=9 -o \"$d/baseline-2.h5\" 2>&1; echo \"exit $?\"")
+set_tests_properties("cli: sg-train --label keeps the runs of a sweep apart in sg-eval, sg-tabulate and sg-pairdiff" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "\\| iters \\| baseline \\| sinklogit \\|\n\\| :--- \\| ---: \\| ---: \\|\n\\| 2 \\| [0-9.]+ \\| [0-9.]+ \\|\n\\| 4 \\| [0-9.]+ \\| [0-9.]+ \\|.*\\| iters \\| sinklogit \\|\n\\| :--- \\| ---: \\|\n\\| 2 \\| [-0-9.]+ \\|\n\\| 4 \\| [-0-9.]+ \\|.*\\| [^|]*sweep/baseline-4.h5 \\| 4 \\| – \\|.*asks for labels iters=9 \\(the file: iters=2\\).*exit 2")

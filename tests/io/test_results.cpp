@@ -183,6 +183,20 @@ TEST_CASE("HDF5 and CSV inputs concatenate; mismatched columns name the file") {
   CHECK_THROWS_AS(sg::read_table(scratch / "absent.csv"), sg::InputError);
 }
 
+TEST_CASE("key columns from per-row lists: the union of names in order, empty where a row lacks one") {
+  sg::ResultTable table;
+  table.add_key("tier", std::vector<std::string>{"tiny", "tiny", "tiny"});
+  table.add_value("val_loss", std::vector<double>{1, 2, 3});
+  sg::add_key_columns(table, {{{"run", "a.h5"}}, {{"run", "b.h5"}, {"lr", "3e-4"}}, {{"run", "c"}, {"sweep", "w"}}},
+                      {"a.h5", "b.h5", "c.h5"});
+  CHECK(table.key_names() == std::vector<std::string>{"tier", "run", "lr", "sweep"});
+  CHECK(table.column("run").strings == std::vector<std::string>{"a.h5", "b.h5", "c"});
+  CHECK(table.column("lr").strings == std::vector<std::string>{"", "3e-4", ""});
+  CHECK_THROWS_WITH(sg::add_key_columns(table, {{}, {{"val_loss", "x"}}, {}}, {"a.h5", "b.h5", "c.h5"}),
+                    Catch::Contains("b.h5") && Catch::Contains("'val_loss' is already a column"));
+  CHECK_THROWS_AS(sg::add_key_columns(table, {{}}, {"a.h5"}), sg::UsageError);
+}
+
 TEST_CASE("a source key tells the inputs apart: each input lacking it gets its file name") {
   Scratch scratch;
   sg::ResultTable ours;

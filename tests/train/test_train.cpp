@@ -170,6 +170,25 @@ TEST_CASE("run files: the configuration and state round-trip; a wrong kind of fi
   CHECK(std::isfinite(state.final_val_loss));
   CHECK_THROWS_WITH(sg::read_run_state(tokens), Catch::Contains(tokens));
   CHECK_THROWS_AS(sg::TokenFile::open(run), sg::InputError);
+  CHECK(state.labels.empty());
+  CHECK(sg::run_keys(run, state) == std::vector<std::pair<std::string, std::string>>{{"run", run}});
+  // Labels: stored in the run file, carried by run_keys; `run` renames the run.
+  auto labelled = options_for(tokens, run);
+  labelled.labels = sg::parse_labels({"lr=3e-4", "run=sweep-a"});
+  sg::train(config, labelled);
+  const auto again = sg::read_run_state(run);
+  CHECK(sg::run_keys(run, again) ==
+        std::vector<std::pair<std::string, std::string>>{{"run", "sweep-a"}, {"lr", "3e-4"}});
   std::remove(tokens.c_str());
   std::remove(run.c_str());
+}
+
+TEST_CASE("labels are KEY=VALUE with a plain key, never the run's own tier, arm or seed") {
+  CHECK(sg::parse_labels({"lr=3e-4", "note="}) == std::vector<std::pair<std::string, std::string>>{{"lr", "3e-4"}, {"note", ""}});
+  CHECK_THROWS_AS(sg::parse_labels({"lr"}), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_labels({"=1"}), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_labels({"2x=1"}), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_labels({"a-b=1"}), sg::UsageError);
+  CHECK_THROWS_WITH(sg::parse_labels({"seed=1"}), Catch::Contains("shadow"));
+  CHECK_THROWS_WITH(sg::parse_labels({"lr=1", "lr=2"}), Catch::Contains("twice"));
 }
