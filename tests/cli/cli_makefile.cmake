@@ -28,3 +28,11 @@ ${SG_MAKE_WORK}/run/table6.md ${SG_MAKE_WORK}/run/table9.md")
 set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6 and 9" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|")
+
+add_test(NAME "make: Table 2 without the arms of a decomposition says so instead of failing"
+         COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/two-arms'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny \
+OUT=${SG_MAKE_WORK}/two-arms TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS='baseline sinklogit' SEEDS='0 1' THREADS=1 \
+TRAIN_FLAGS='--set iterations=2 --set warmup=1 --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet' \
+table2 >/dev/null; cat ${SG_MAKE_WORK}/two-arms/table2.md")
+set_tests_properties("make: Table 2 without the arms of a decomposition says so instead of failing" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens PASS_REGULAR_EXPRESSION "No decomposition: it needs the sink logit, a gate")
