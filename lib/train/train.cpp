@@ -71,6 +71,9 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   }
   check_vocabulary_fits(tokens, config.model, "the model");
   state.token_file = options.token_file;
+  // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
+  for (const auto& input : options.provenance.inputs)
+    if (input.path == options.token_file) state.token_file_hash = input.sha256;
 
   GPT model = options.resume ? load_model(options.output, options.device) : build_model(config.model, config.seed);
   model->to(options.device);

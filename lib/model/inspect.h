@@ -1,0 +1,26 @@
+// inspect.h — what a sinkgate file is, for sg-info: its kind, schema version and provenance, and
+// per kind what a reader most often wants to know (lib/SCHEMA.md describes the layouts):
+//   token file    tokenizer, vocabulary, end-of-text id, documents, split sizes;
+//   run file      tier, arm, seed, labels, every configuration field (marked where it differs
+//                 from the tier's preset), parameter count (from the stored tensors), step,
+//                 finished, final validation loss, the checkpoint's time;
+//   result table  rows, and each column's name, role and type (HDF5 or CSV).
+// Also the tiers' presets (sg-info --tier). Reads files only: no model is built.
+#pragma once
+#include <string>
+
+namespace sg {
+
+enum class InfoFormat { text, json };
+
+/// A description of `path` ("-": stdin): as aligned "name  value" lines under the file's name, or
+/// as one JSON object {"path", "kind" (tokens | run | result), "format", "schema_version",
+/// "provenance": {…}, and an object named after the kind}. Throws InputError naming the file when
+/// it is neither a sinkgate HDF5 file nor a CSV result table.
+std::string describe_file(const std::string& path, InfoFormat format);
+
+/// A tier's preset, or every preset for "all": its description and every configuration field.
+/// Throws UsageError listing the names for an unknown tier.
+std::string describe_tiers(const std::string& name, InfoFormat format);
+
+}  // namespace sg
