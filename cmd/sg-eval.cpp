@@ -10,6 +10,8 @@
 // Examples:
 //   sg-eval --tokens data/tokens.h5 runs/small-*.h5 -o results/val.h5
 //   sg-eval --tokens data/tokens.h5 run.h5 --batches 8 -o - | sg-tabulate -
+#include <chrono>
+
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
@@ -48,7 +50,9 @@ void run(const Options& options, const std::string& command_line) {
   table.add_column("tokens", sg::Role::value, sg::ColumnType::int64);
   table.add_column("steps", sg::Role::value, sg::ColumnType::int64);
   std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;
-  for (const auto& path : options.runs) {
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < options.runs.size(); ++i) {
+    const auto& path = options.runs[i];
     const auto state = sg::read_run_state(path);
     const auto& config = state.config;
     sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
@@ -59,7 +63,11 @@ void run(const Options& options, const std::string& command_line) {
     const int64_t scored = batches * config.train.batch() * config.model.block_size;
     table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, state.step});
     run_keys.push_back(sg::run_keys(path, state));
-    sg::log::info("sg-eval: " + path + ": val_loss " + sg::format_exact(loss));
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(options.runs.size() - i - 1);
+    sg::log::info("sg-eval: [" + std::to_string(i + 1) + "/" + std::to_string(options.runs.size()) + " " + config.tier + "/" +
+                  config.model.arm.name() + "/" + std::to_string(config.seed) + "] " + path + ": val_loss " +
+                  sg::format_exact(loss) + " (eta " + std::to_string(static_cast<int64_t>(left + 0.5)) + " s)");
   }
   sg::add_key_columns(table, run_keys, options.runs);
   std::vector<std::string> inputs = options.runs;

@@ -36,6 +36,8 @@ struct Options {
   bool resume = false;
   int64_t stop_after = 0;
   std::vector<std::string> labels;
+  double log_interval = 10;
+  std::string log_json;
 };
 
 std::string describe_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
@@ -103,6 +105,9 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   train.device = sg::parse_device(options.common.device);
   train.stop_after = options.stop_after;
   train.labels = sg::parse_labels(options.labels);
+  if (options.log_interval < 0) throw sg::UsageError("--log-interval must be >= 0 (0: a line at evaluations only)");
+  train.log_interval = options.log_interval;
+  train.log_json = options.log_json;
   std::string fields;
   for (const auto& [key, value] : sg::to_fields(config)) fields += key + "=" + value + "\n";
   train.provenance = sg::make_provenance("sg-train", parser.command_line(), {options.tokens}, fields);
@@ -138,6 +143,11 @@ int main(int argc, char** argv) {
   parser.option("--label", options.labels,
                 "KEY=VALUE carried as a key column into every result table made from the run (repeatable; "
                 "run=NAME names the run in place of its file)");
+  parser.option("--log-interval", options.log_interval,
+                "seconds between progress lines besides those of the evaluations (0: evaluations only)");
+  parser.option("--log-json", options.log_json,
+                "append the curves to this file as JSON Lines: one object a step (run, step, train_loss, lr, "
+                "tokens_per_second, val_loss at evaluations), and final_val_loss at the end");
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser); });

@@ -383,7 +383,7 @@ void survey_checkpoint(const std::string& path, const std::string& text, const S
     info.parameters = model.parameter_count();
     info.layers = c.n_layer;
     info.heads = c.n_head;
-    log::info("survey: " + name + ": " + c.model_type() + ", " + std::to_string(c.n_layer) + " layers × " +
+    log::info("sg-survey: " + name + ": " + c.model_type() + ", " + std::to_string(c.n_layer) + " layers × " +
               std::to_string(c.n_head) + " heads, " + std::to_string(info.parameters) + " parameters");
     heads = survey_model(model, blocks, run.statistics);
   } else {
@@ -396,13 +396,13 @@ void survey_checkpoint(const std::string& path, const std::string& text, const S
     info.layers = c.n_layer;
     info.heads = c.n_head;
     info.zero_option = c.arm.zero != ZeroOption::none;
-    log::info("survey: " + name + ": sinkgate " + info.arm + ", " + std::to_string(c.n_layer) + " layers × " +
+    log::info("sg-survey: " + name + ": sinkgate " + info.arm + ", " + std::to_string(c.n_layer) + " layers × " +
               std::to_string(c.n_head) + " heads");
     heads = survey_model(*model, blocks, run.statistics);
   }
   append_survey(table, info, heads, run.statistics);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  log::info("survey: " + name + ": " + std::to_string(run.blocks) + " blocks of " + std::to_string(run.block_length) +
+  log::info("sg-survey: " + name + ": " + std::to_string(run.blocks) + " blocks of " + std::to_string(run.block_length) +
             " tokens in " + std::to_string(static_cast<int64_t>(std::lround(seconds))) + " s");
 }
 

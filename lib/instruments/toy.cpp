@@ -350,7 +350,7 @@ std::vector<RunResult> train_and_evaluate(const TaskConfig& config, const TrainO
         for (size_t s = 0; s < seeds.size(); ++s)
           if (!std::isfinite(losses[a][s].item<double>()))
             culprits += " " + arms[a].name + "/seed " + std::to_string(seeds[s]);
-      throw NumericError("toy (" + where + "): non-finite loss at step " + std::to_string(step) + ":" + culprits);
+      throw NumericError("sg-toy (" + where + "): non-finite loss at step " + std::to_string(step) + ":" + culprits);
     }
     if (step > options.steps - window)
       for (size_t a = 0; a < arms.size(); ++a) loss_sums[a] += losses[a];
@@ -358,7 +358,7 @@ std::vector<RunResult> train_and_evaluate(const TaskConfig& config, const TrainO
     if (options.log_interval > 0 && (step % options.log_interval == 0 || step == options.steps)) {
       std::ostringstream line;
       line.precision(4);
-      line << "toy " << where << ": step " << step << "/" << options.steps << "  bce";
+      line << "sg-toy: " << where << ": step " << step << "/" << options.steps << "  bce";
       for (size_t a = 0; a < arms.size(); ++a) line << " " << arms[a].name << "=" << losses[a].mean().item<double>();
       log::info(line.str() + "  (" + seconds_since(start) + ")");
     }
@@ -372,7 +372,7 @@ std::vector<RunResult> train_and_evaluate(const TaskConfig& config, const TrainO
       rows.push_back(evaluated[s]);
     }
   }
-  log::info("toy " + where + ": trained and evaluated " + std::to_string(arms.size()) + " arms x " +
+  log::info("sg-toy: " + where + ": trained and evaluated " + std::to_string(arms.size()) + " arms x " +
             std::to_string(seeds.size()) + " seeds (" + seconds_since(start) + ")");
   return rows;
 }

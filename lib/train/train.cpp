@@ -4,12 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iomanip>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
 #include "lib/io/h5.h"
+#include "lib/io/results.h"
 #include "lib/model/runtime.h"
 #include "lib/train/optimizer.h"
 
@@ -89,11 +93,49 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     save();  // an initial checkpoint: the output exists and is valid from the start
   }
 
+  std::string name = options.name.empty() ? config.tier + "/" + config.model.arm.name() + "/" + std::to_string(config.seed)
+                                          : options.name;
+  for (const auto& [key, value] : state.labels)
+    if (key == kRunKey && options.name.empty()) name = value;
+  const std::string prefix = "sg-train [" + name + "] ";
+  {
+    std::ostringstream line;
+    line << prefix << model->parameter_count() << " parameters, " << tokens_per_step << " tokens a step (" << t.micro_batch
+         << " x " << t.accumulation << " sequences of " << config.model.block_size << "), " << t.iterations - state.step
+         << " steps to go";
+    log::info(line.str());
+  }
+  std::ofstream json_log;
+  if (!options.log_json.empty()) {
+    json_log.open(options.log_json, std::ios::app);
+    if (!json_log) throw OutputError("cannot open " + options.log_json + " for the JSON log (--log-json)");
+  }
+  auto write_json = [&](nlohmann::ordered_json record) {
+    if (!json_log.is_open()) return;
+    json_log << record.dump() << "\n" << std::flush;
+    if (!json_log) throw OutputError("cannot write the JSON log " + options.log_json);
+  };
+  auto finite = [](double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); };
+
   const auto start = Clock::now();
   const int64_t first_step = state.step;
   int64_t steps_this_run = 0;
-  double window_seconds = 0;
+  double train_seconds = 0;       // optimizer steps of this invocation, evaluations excluded
+  double window_seconds = 0;      // since the last progress line
   int64_t window_steps = 0;
+  double eval_batch_seconds = -1;  // measured at the first evaluation
+  auto last_line = Clock::now();
+  // Time left: the steps at this invocation's mean step time, plus the evaluation batches still to
+  // come (every eval_interval steps and at the last, then final_eval_batches) at the measured
+  // time of one (before the first evaluation: a third of a step, a forward pass's share).
+  auto eta = [&](int64_t step) {
+    const double per_step = steps_this_run > 0 ? train_seconds / static_cast<double>(steps_this_run) : 0;
+    const int64_t evals = t.iterations / t.eval_interval - step / t.eval_interval +
+                          (t.iterations % t.eval_interval != 0 && step < t.iterations ? 1 : 0);
+    const double per_eval_batch = eval_batch_seconds >= 0 ? eval_batch_seconds : per_step / 3;
+    const int64_t eval_batches = evals * t.eval_batches + (state.finished ? 0 : t.final_eval_batches);
+    return static_cast<double>(t.iterations - step) * per_step + static_cast<double>(eval_batches) * per_eval_batch;
+  };
   while (state.step < t.iterations && !state.finished) {
     const auto step_start = Clock::now();
     const double lr = learning_rate(t, state.step);
@@ -122,32 +164,49 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     ++steps_this_run;
     state.data_position = state.step * t.batch();
     state.tokens_seen += tokens_per_step;
+    train_seconds += step_seconds;
     window_seconds += step_seconds;
     ++window_steps;
     state.curves.step.push_back(state.step);
     state.curves.train_loss.push_back(train_loss);
     state.curves.lr.push_back(lr);
     state.curves.tokens_per_second.push_back(static_cast<double>(tokens_per_step) / step_seconds);
+    nlohmann::ordered_json record = {{"run", name},
+                                     {"step", state.step},
+                                     {"train_loss", finite(train_loss)},
+                                     {"lr", lr},
+                                     {"tokens_per_second", finite(static_cast<double>(tokens_per_step) / step_seconds)}};
 
     const bool last = state.step == t.iterations;
-    if (state.step % t.eval_interval == 0 || last) {
-      const double val = validation_loss(*model, tokens, config, t.eval_batches, options.device);
+    const bool evaluate = state.step % t.eval_interval == 0 || last;
+    double val = std::nan("");
+    if (evaluate) {
+      const auto eval_start = Clock::now();
+      val = validation_loss(*model, tokens, config, t.eval_batches, options.device);
+      eval_batch_seconds = seconds_since(eval_start) / static_cast<double>(t.eval_batches);
       state.curves.val_step.push_back(state.step);
       state.curves.val_loss.push_back(val);
+      record["val_loss"] = finite(val);
+    }
+    write_json(record);
+    const bool periodic = options.log_interval > 0 && seconds_since(last_line) >= options.log_interval;
+    if (evaluate || periodic) {
       const double rate = static_cast<double>(window_steps * tokens_per_step) / window_seconds;
-      const double eta = static_cast<double>(t.iterations - state.step) * window_seconds / static_cast<double>(window_steps);
       std::ostringstream line;
       line.precision(4);
-      line << std::fixed << "step " << state.step << "/" << t.iterations << "  loss " << train_loss << "  val "
-           << val << "  lr " << std::scientific << std::setprecision(2) << lr << std::fixed << std::setprecision(0)
-           << "  " << rate << " tok/s  eta " << format_duration(eta);
+      line << std::fixed << prefix << "step " << state.step << "/" << t.iterations << "  loss " << train_loss;
+      if (evaluate) line << "  val " << val;
+      line << "  lr " << std::scientific << std::setprecision(2) << lr << std::fixed << std::setprecision(0) << "  "
+           << rate << " tok/s  eta " << format_duration(eta(state.step));
       log::info(line.str());
       window_seconds = 0;
       window_steps = 0;
+      last_line = Clock::now();
     }
     if (last) {
       state.final_val_loss = validation_loss(*model, tokens, config, t.final_eval_batches, options.device);
       state.finished = true;
+      write_json({{"run", name}, {"step", state.step}, {"final_val_loss", finite(state.final_val_loss)}});
     }
     const bool stop = options.stop_after > 0 && steps_this_run >= options.stop_after;
     if (state.step % t.checkpoint_interval == 0 || last || stop) save();

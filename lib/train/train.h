@@ -24,6 +24,9 @@ struct TrainOptions {
   Provenance provenance;  // root attributes of the run file
   int64_t stop_after = 0;  // stop (with a checkpoint) after this many steps of this invocation; 0: run to the end
   std::vector<std::pair<std::string, std::string>> labels;  // a new run's labels (RunState::labels)
+  std::string name;            // the run in progress lines; empty: its label run, else tier/arm/seed
+  double log_interval = 10.0;  // seconds between progress lines besides the evaluations' (0: only those)
+  std::string log_json;        // when set: JSON Lines of the curves appended to this file, one line a step
 };
 
 struct TrainSummary {

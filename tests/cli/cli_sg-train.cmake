@@ -78,3 +78,15 @@ set +e; ${train} --tokens ${SG_CLI_DATA}/tokens.h5 --resume --label iters=9 -o \
 set_tests_properties("cli: sg-train --label keeps the runs of a sweep apart in sg-eval, sg-tabulate and sg-pairdiff" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "\\| iters \\| baseline \\| sinklogit \\|\n\\| :--- \\| ---: \\| ---: \\|\n\\| 2 \\| [0-9.]+ \\| [0-9.]+ \\|\n\\| 4 \\| [0-9.]+ \\| [0-9.]+ \\|.*\\| iters \\| sinklogit \\|\n\\| :--- \\| ---: \\|\n\\| 2 \\| [-0-9.]+ \\|\n\\| 4 \\| [-0-9.]+ \\|.*\\| [^|]*sweep/baseline-4.h5 \\| 4 \\| – \\|.*asks for labels iters=9 \\(the file: iters=2\\).*exit 2")
+
+# Progress: the run's name on every line, its size at the start, a line every --log-interval
+# seconds besides the evaluations' (0: those only), and the curves as JSON Lines (--log-json).
+add_test(NAME "cli: sg-train names the run on every progress line and writes the curves as JSON Lines"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/progress'; rm -rf \"$d\"; mkdir -p \"$d\"
+${train} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --arm projgate --seed 2 --log-interval 0 -o \"$d/a.h5\" 2>&1 | grep -c '^sg-train \\[tiny/projgate/2\\] step'
+${train} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --label run=lr-sweep --log-interval 0.000001 \
+  --log-json \"$d/curves.jsonl\" -o \"$d/b.h5\" 2>&1 | sed -n '2p;5p'
+${SG_PYTHON} -c 'import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]; print(len(rows), rows[0][\"run\"], [r[\"step\"] for r in rows if \"val_loss\" in r], rows[-1][\"final_val_loss\"] > 0)' \"$d/curves.jsonl\"")
+set_tests_properties("cli: sg-train names the run on every progress line and writes the curves as JSON Lines" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "^2\nsg-train \\[lr-sweep\\] [0-9]+ parameters, 256 tokens a step \\(8 x 1 sequences of 32\\), 6 steps to go\nsg-train \\[lr-sweep\\] step 3/6  loss [0-9.]+  val [0-9.]+  lr [0-9.e+-]+  [0-9]+ tok/s  eta [0-9:]+\n7 lr-sweep \\[3, 6\\] True\n$")
