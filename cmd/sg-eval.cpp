@@ -46,9 +46,9 @@ void run(const Options& options, const std::string& command_line) {
   table.add_column("tier", sg::Role::key, sg::ColumnType::string);
   table.add_column("arm", sg::Role::key, sg::ColumnType::string);
   table.add_column("seed", sg::Role::key, sg::ColumnType::int64);
-  table.add_column("val_loss", sg::Role::value, sg::ColumnType::float64);
-  table.add_column("tokens", sg::Role::value, sg::ColumnType::int64);
-  table.add_column("steps", sg::Role::value, sg::ColumnType::int64);
+  table.add_column("val_loss", sg::Role::value, sg::ColumnType::float64).units = "nats";
+  table.add_column("tokens", sg::Role::value, sg::ColumnType::int64).units = "tokens";
+  table.add_column("steps", sg::Role::value, sg::ColumnType::int64).units = "optimizer steps";
   std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < options.runs.size(); ++i) {

@@ -175,8 +175,8 @@ ResultTable group_columns(const ResultTable& input, const Grouping& grouping, co
   return out;
 }
 
-/// Appends the value columns of `terms` to `out`.
-void add_term_columns(ResultTable& out, const std::vector<Term>& terms) {
+/// Appends the value columns of `terms` to `out`; mean and se are in `units` (the compared value's).
+void add_term_columns(ResultTable& out, const std::vector<Term>& terms, const std::string& units) {
   std::vector<double> mean, se;
   std::vector<int64_t> n;
   std::vector<std::string> seeds, unpaired;
@@ -187,8 +187,8 @@ void add_term_columns(ResultTable& out, const std::vector<Term>& terms) {
     seeds.push_back(join(t.seeds, ","));
     unpaired.push_back(join(t.unpaired, ","));
   }
-  out.add_value("mean", mean);
-  out.add_value("se", se);
+  out.add_value("mean", mean).units = units;
+  out.add_value("se", se).units = units;
   out.add_value("n", n);
   out.add_value("seeds", seeds);
   out.add_value("unpaired", unpaired);
@@ -257,7 +257,7 @@ StatsResult paired_differences(const ResultTable& input, const PairOptions& opti
   result.table.add_key("statistic", statistic);
   result.table.add_key("ref", ref);
   result.table.add_key(options.by, arm_names);
-  add_term_columns(result.table, terms);
+  add_term_columns(result.table, terms, input.column(options.value).units);
   return result;
 }
 
@@ -310,7 +310,7 @@ StatsResult decompose(const ResultTable& input, const DecomposeOptions& options)
   result.table.add_key("gate_arm", std::vector<std::string>(n, options.gate));
   result.table.add_key("both_arm", std::vector<std::string>(n, options.both));
   result.table.add_key("term", term_names);
-  add_term_columns(result.table, terms);
+  add_term_columns(result.table, terms, input.column(options.value).units);
   return result;
 }
 

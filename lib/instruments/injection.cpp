@@ -224,9 +224,12 @@ ResultTable injection_table() {
   for (const char* key : {"measure", "junk", "cutoff"}) table.add_column(key, Role::key, ColumnType::string);
   table.add_column("dose", Role::key, ColumnType::float64);
   table.add_column("layer", Role::key, ColumnType::string);
-  for (const char* value : {"loss", "clean_loss", "delta_loss", "quiet_mass", "phantom_mass"})
-    table.add_column(value, Role::value, ColumnType::float64);
-  for (const char* value : {"corrupted", "reads", "context", "eval_seed"}) table.add_column(value, Role::value, ColumnType::int64);
+  for (const char* value : {"loss", "clean_loss", "delta_loss"}) table.add_column(value, Role::value, ColumnType::float64).units = "nats";
+  for (const char* value : {"quiet_mass", "phantom_mass"})
+    table.add_column(value, Role::value, ColumnType::float64).units = "fraction of attention mass";
+  for (const char* value : {"corrupted", "reads"}) table.add_column(value, Role::value, ColumnType::int64).units = "reads";
+  table.add_column("context", Role::value, ColumnType::int64).units = "tokens";
+  table.add_column("eval_seed", Role::value, ColumnType::int64);
   return table;
 }
 

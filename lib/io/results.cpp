@@ -127,6 +127,7 @@ ResultTable read_hdf5_table(const std::string& path) {
     Column column;
     column.name = column_name;
     column.role = parse_role(dataset.attribute_string("role"), where);
+    if (dataset.has_attribute("units")) column.units = dataset.attribute_string("units");
     switch (dataset.dtype()) {
       case h5::Dtype::string:
         column.type = ColumnType::string;
@@ -271,23 +272,23 @@ Column& ResultTable::add_column(const std::string& name, Role role, ColumnType t
 }
 
 Column& ResultTable::add_key(const std::string& name, std::vector<std::string> cells) {
-  Column column{name, Role::key, ColumnType::string, {}, {}, std::move(cells)};
+  Column column{name, Role::key, ColumnType::string, {}, {}, std::move(cells), {}};
   return add_column(std::move(column));
 }
 Column& ResultTable::add_key(const std::string& name, std::vector<int64_t> cells) {
-  Column column{name, Role::key, ColumnType::int64, {}, std::move(cells), {}};
+  Column column{name, Role::key, ColumnType::int64, {}, std::move(cells), {}, {}};
   return add_column(std::move(column));
 }
 Column& ResultTable::add_value(const std::string& name, std::vector<double> cells) {
-  Column column{name, Role::value, ColumnType::float64, std::move(cells), {}, {}};
+  Column column{name, Role::value, ColumnType::float64, std::move(cells), {}, {}, {}};
   return add_column(std::move(column));
 }
 Column& ResultTable::add_value(const std::string& name, std::vector<int64_t> cells) {
-  Column column{name, Role::value, ColumnType::int64, {}, std::move(cells), {}};
+  Column column{name, Role::value, ColumnType::int64, {}, std::move(cells), {}, {}};
   return add_column(std::move(column));
 }
 Column& ResultTable::add_value(const std::string& name, std::vector<std::string> cells) {
-  Column column{name, Role::value, ColumnType::string, {}, {}, std::move(cells)};
+  Column column{name, Role::value, ColumnType::string, {}, {}, std::move(cells), {}};
   return add_column(std::move(column));
 }
 
@@ -355,7 +356,7 @@ void ResultTable::append(const ResultTable& other, const std::string& source) {
 ResultTable ResultTable::take(const std::vector<size_t>& rows) const {
   ResultTable out;
   for (const auto& c : columns_) {
-    Column column{c.name, c.role, c.type, {}, {}, {}};
+    Column column{c.name, c.role, c.type, {}, {}, {}, c.units};
     for (size_t r : rows) {
       if (c.type == ColumnType::float64) column.reals.push_back(c.reals.at(r));
       if (c.type == ColumnType::int64) column.integers.push_back(c.integers.at(r));
@@ -573,6 +574,7 @@ void write_table(const std::string& path, const ResultTable& table, const Proven
     if (c.type == ColumnType::int64) dataset = group.write_ints(c.name, c.integers);
     if (c.type == ColumnType::string) dataset = group.write_strings(c.name, c.strings);
     dataset.set_attribute("role", to_string(c.role));
+    if (!c.units.empty()) dataset.set_attribute("units", c.units);
   }
   writer.commit();
 }

@@ -54,6 +54,7 @@ struct Column {
   std::vector<double> reals;
   std::vector<int64_t> integers;
   std::vector<std::string> strings;
+  std::string units;  // of the values ("nats", "tokens/s", "fraction"); empty when unitless or unknown
 
   size_t size() const;
   bool numeric() const { return type != ColumnType::string; }

@@ -57,12 +57,12 @@ void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim:
     for (const auto& [key, value] : state.labels) labels.set_attribute(key, value);
   }
   const auto& c = state.curves;
-  root.write_ints("curves/step", c.step);
-  root.write_doubles("curves/train_loss", c.train_loss);
-  root.write_doubles("curves/lr", c.lr);
-  root.write_doubles("curves/tokens_per_second", c.tokens_per_second);
-  root.write_ints("curves/val_step", c.val_step);
-  root.write_doubles("curves/val_loss", c.val_loss);
+  root.write_ints("curves/step", c.step).set_attribute("units", "optimizer steps");
+  root.write_doubles("curves/train_loss", c.train_loss).set_attribute("units", "nats");
+  root.write_doubles("curves/lr", c.lr).set_attribute("units", "learning rate");
+  root.write_doubles("curves/tokens_per_second", c.tokens_per_second).set_attribute("units", "tokens/s");
+  root.write_ints("curves/val_step", c.val_step).set_attribute("units", "optimizer steps");
+  root.write_doubles("curves/val_loss", c.val_loss).set_attribute("units", "nats");
   writer.commit();
 }
 

@@ -92,7 +92,7 @@ json describe_run(const std::string& path, const h5::Group& root) {
 json describe_table(const ResultTable& table) {
   json columns = json::array();
   for (const auto& c : table.columns())
-    columns.push_back({{"name", c.name}, {"role", to_string(c.role)}, {"type", to_string(c.type)}});
+    columns.push_back({{"name", c.name}, {"role", to_string(c.role)}, {"type", to_string(c.type)}, {"units", c.units}});
   return {{"rows", table.rows()}, {"columns", columns}};
 }
 
@@ -171,7 +171,8 @@ std::string render(const json& d) {
     lines.add("rows", text_of(t["rows"]));
     for (const auto& c : t["columns"])
       lines.add(c["role"].get<std::string>() == "key" ? "key" : "value",
-                c["name"].get<std::string>() + " (" + c["type"].get<std::string>() + ")");
+                c["name"].get<std::string>() + " (" + c["type"].get<std::string>() +
+                    (c["units"].get<std::string>().empty() ? "" : ", " + c["units"].get<std::string>()) + ")");
   }
   if (d.contains("provenance")) {
     const auto& p = d["provenance"];

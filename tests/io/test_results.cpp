@@ -101,6 +101,18 @@ TEST_CASE("a result table written as HDF5 reads back the same, with provenance")
   CHECK(back.created.size() == 20);
   CHECK(back.created.back() == 'Z');
   CHECK(sg::sha256_bytes("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+
+  // Units travel as an attribute of the column's dataset; a column without them has none.
+  auto with_units = sample();
+  with_units.column("val_loss").units = "nats";
+  const auto units_path = scratch / "units.h5";
+  sg::write_table(units_path, with_units, provenance, false);
+  CHECK(sg::h5::File::open(units_path).group("table").dataset("val_loss").attribute_string("units") == "nats");
+  CHECK_FALSE(sg::h5::File::open(units_path).group("table").dataset("seed").has_attribute("units"));
+  const auto read_back = sg::read_table(units_path);
+  CHECK(read_back.column("val_loss").units == "nats");
+  CHECK(read_back.column("seed").units.empty());
+  CHECK(read_back.take({0}).column("val_loss").units == "nats");
 }
 
 TEST_CASE("a result table rendered to CSV reads back the same table") {
