@@ -148,6 +148,11 @@ int main(int argc, char** argv) {
   parser.option("--log-json", options.log_json,
                 "append the curves to this file as JSON Lines: one object a step (run, step, train_loss, lr, "
                 "tokens_per_second, val_loss at evaluations), and final_val_loss at the end");
+  parser.unknown_option_hint([](const std::string& name) {
+    for (const auto& field : sg::field_names())
+      if (field == name) return "use --set " + name + "=VALUE (a configuration field, not an option)";
+    return std::string();
+  });
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser); });

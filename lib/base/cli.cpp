@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <sstream>
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
 #include "sg/version.h"
 
 namespace sg::cli {
@@ -80,6 +82,24 @@ bool Parser::parse(int argc, char** argv) {
   } catch (const CLI::CallForVersion&) {
     std::cout << tool_ << " " << kVersion << " (" << kGitCommit << ")\n";
     return false;
+  } catch (const CLI::ExtrasError& error) {
+    // "The following arguments were not expected: --iterations 50": a hint for the first option.
+    std::string hint;
+    std::istringstream words(std::string(error.what()).substr(std::string(error.what()).find(':') + 1));
+    for (std::string word; words >> word;) {
+      if (word.size() < 3 || word.compare(0, 2, "--") != 0) continue;
+      const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+      if (unknown_hint_) hint = unknown_hint_(name);
+      if (hint.empty()) {
+        std::vector<std::string> known;
+        for (const auto* option : app_->get_options())
+          for (const auto& long_name : option->get_lnames()) known.push_back(long_name);
+        const auto guess = closest(name, known);
+        if (!guess.empty()) hint = "did you mean --" + guess + "?";
+      }
+      break;
+    }
+    throw UsageError(error.what(), (hint.empty() ? "" : hint + "; ") + "run '" + tool_ + " --help' for the options");
   } catch (const CLI::ParseError& error) {
     throw UsageError(error.what(), "run '" + tool_ + " --help' for the options");
   }

@@ -56,6 +56,9 @@ class Parser {
   void choices(const std::vector<std::string>& allowed);
   /// Text shown after the options in --help (environment variables, notes).
   void footer(const std::string& text);
+  /// A tool's own hint for an unknown option "--NAME" (e.g. sg-train: "use --set NAME=VALUE" for a
+  /// configuration field); return "" to fall back to the nearest known option.
+  void unknown_option_hint(std::function<std::string(const std::string& name)> hint) { unknown_hint_ = std::move(hint); }
 
   const std::string& tool() const { return tool_; }
   /// The command line as given (provenance).
@@ -71,6 +74,7 @@ class Parser {
   std::string command_line_;
   std::unique_ptr<CLI::App> app_;
   void* last_ = nullptr;  // the CLI::Option registered last
+  std::function<std::string(const std::string&)> unknown_hint_;
 };
 
 /// Parses, then runs body. Every sg::Error is printed as "TOOL: error: MESSAGE" (and

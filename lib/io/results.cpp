@@ -387,7 +387,21 @@ ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>
     const auto name = spec.substr(0, equals);
     if (!out.has(name))
       throw UsageError("no column '" + name + "' (--where) in the table", "its columns: " + join(out.names(), ", "));
-    out = out.where(name, split_list(spec.substr(equals + 1)));
+    const auto values = split_list(spec.substr(equals + 1));
+    auto kept = out.where(name, values);
+    if (kept.rows() == 0 && out.rows() > 0) {
+      // Nothing matched: a typo more often than an intended empty table. Name what is there.
+      const auto& column = out.column(name);
+      std::vector<std::string> present;
+      for (size_t r = 0; r < column.size(); ++r)
+        if (std::find(present.begin(), present.end(), column.text(r)) == present.end()) present.push_back(column.text(r));
+      const std::string shown = present.size() <= 12 ? join(present, ", ")
+                                                      : join({present.begin(), present.begin() + 12}, ", ") + ", …";
+      throw UsageError("--where " + spec + " matches no row",
+                       (values.empty() ? "" : did_you_mean(values.front(), present)) + "the values of " + name +
+                           " here: " + shown);
+    }
+    out = kept;
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "lib/base/error.h"
+#include "lib/base/text.h"
 
 namespace sg {
 namespace {
@@ -80,7 +81,10 @@ Arm parse_arm(const std::string& name) {
       if (filter_name == n) arm.filter = value, filter_ok = true;
     if (zero_ok && filter_ok) return arm;
   }
-  throw UsageError("unknown arm '" + name + "'", "valid arms: " + valid_names());
+  std::vector<std::string> known = paper_arm_names();
+  for (const auto& [zero, z] : kZeroNames)
+    for (const auto& [filter, f] : kFilterNames) known.push_back(std::string(zero) + "+" + filter);
+  throw UsageError("unknown arm '" + name + "'", did_you_mean(name, known) + "valid arms: " + valid_names());
 }
 
 const std::vector<std::string>& paper_arm_names() {

@@ -170,8 +170,10 @@ void ModelConfig::validate() const {
 void TrainConfig::validate() const {
   if (micro_batch <= 0 || accumulation <= 0) throw UsageError("micro_batch and accumulation must be positive");
   if (iterations <= 0) throw UsageError("iterations must be positive");
-  if (warmup < 0 || warmup > iterations) throw UsageError("warmup must lie in [0, iterations]");
-  if (!(lr_peak > 0) || lr_min < 0 || lr_min > lr_peak) throw UsageError("need 0 <= lr_min <= lr_peak, lr_peak > 0");
+  if (warmup < 0 || warmup > iterations)
+    throw UsageError("warmup (" + std::to_string(warmup) + ") must lie in [0, iterations (" + std::to_string(iterations) + ")]");
+  if (!(lr_peak > 0) || lr_min < 0 || lr_min > lr_peak)
+    throw UsageError("need 0 <= lr_min (" + format_double(lr_min) + ") <= lr_peak (" + format_double(lr_peak) + "), lr_peak > 0");
   if (weight_decay < 0) throw UsageError("weight_decay must be non-negative");
   if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) throw UsageError("beta1 and beta2 must lie in [0, 1)");
   if (!(grad_clip > 0)) throw UsageError("grad_clip must be positive");
@@ -185,12 +187,12 @@ const std::vector<Tier>& tiers() {
 }
 
 const Tier& find_tier(const std::string& name) {
-  std::string names;
+  std::vector<std::string> names;
   for (const auto& tier : tiers()) {
     if (tier.name == name) return tier;
-    names += (names.empty() ? "" : ", ") + tier.name;
+    names.push_back(tier.name);
   }
-  throw UsageError("unknown tier '" + name + "'", "valid tiers: " + names);
+  throw UsageError("unknown tier '" + name + "'", did_you_mean(name, names) + "valid tiers: " + join(names, ", "));
 }
 
 RunConfig make_run_config(const std::string& tier_name, const std::string& arm, int64_t seed) {
@@ -211,9 +213,8 @@ void set_field(RunConfig& config, const std::string& key, const std::string& val
       return;
     }
   }
-  std::string names;
-  for (const auto& field : fields()) names += (names.empty() ? "" : ", ") + std::string(field.name);
-  throw UsageError("unknown configuration field '" + key + "'", "fields: " + names);
+  throw UsageError("unknown configuration field '" + key + "'",
+                   did_you_mean(key, field_names()) + "fields: " + join(field_names(), ", "));
 }
 
 namespace {

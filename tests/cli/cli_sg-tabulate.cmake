@@ -45,3 +45,7 @@ sg_tabulate_error("explains a repeatable option that swallowed an input" 2 "put 
 sg_tabulate_error("names the key that splits a cell" 2 "they differ in seed" ${TABLE5} --rows tier --cols arm)
 sg_tabulate_error("names an absent pivot column" 2 "no column 'nope' (--rows)" ${TABLE5} --rows nope)
 sg_tabulate_error("names an unreadable input" 3 "absent.csv: no such file" ${TABULATE_FIXTURES}/absent.csv)
+
+add_test(NAME "cli: sg-tabulate --where matching no row names the column's values and the likely one"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-tabulate> "-DARGS=${TABLE5};--where;arm=basline" -DEXPECT_CODE=2
+                 "-DEXPECT_STDERR=did you mean 'baseline'? the values of arm here: baseline, offbyone" -P ${SG_EXPECT})

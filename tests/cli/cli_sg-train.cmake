@@ -90,3 +90,18 @@ ${SG_PYTHON} -c 'import json, sys; rows = [json.loads(l) for l in open(sys.argv[
 set_tests_properties("cli: sg-train names the run on every progress line and writes the curves as JSON Lines" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "^2\nsg-train \\[lr-sweep\\] [0-9]+ parameters, 256 tokens a step \\(8 x 1 sequences of 32\\), 6 steps to go\nsg-train \\[lr-sweep\\] step 3/6  loss [0-9.]+  val [0-9.]+  lr [0-9.e+-]+  [0-9]+ tok/s  eta [0-9:]+\n7 lr-sweep \\[3, 6\\] True\n$")
+
+# Near misses get a pointer: a tier in the wrong case, a field given as an option, a typo'd field.
+add_test(NAME "cli: sg-train suggests the tier a typo meant"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--tier;Tiny;-o;${SG_CLI_DATA}/x.h5;--force"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=did you mean 'tiny'?" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train points a field given as an option to --set"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--iterations;50;-o;${SG_CLI_DATA}/x.h5"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=use --set iterations=VALUE" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-train suggests the field and names the values of a range error"
+         COMMAND bash -c "${train} --tokens ${SG_CLI_DATA}/tokens.h5 --set iteration=5 -o ${SG_CLI_DATA}/x.h5 --force 2>&1; \
+${train} --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --set iterations=5 --set warmup=50 -o ${SG_CLI_DATA}/x.h5 --force 2>&1; true")
+set_tests_properties("cli: sg-train suggests the tier a typo meant" "cli: sg-train points a field given as an option to --set"
+                     "cli: sg-train suggests the field and names the values of a range error" PROPERTIES FIXTURES_REQUIRED sg_tokens)
+set_tests_properties("cli: sg-train suggests the field and names the values of a range error" PROPERTIES
+                     PASS_REGULAR_EXPRESSION "did you mean 'iterations'\\?.*warmup \\(50\\) must lie in \\[0, iterations \\(5\\)\\]")
