@@ -26,11 +26,7 @@
 namespace {
 
 struct Options {
-  sg::cli::CommonOptions common = [] {
-    sg::cli::CommonOptions o;
-    o.output = "-";  // the result table on stdout unless -o names a file
-    return o;
-  }();
+  sg::cli::CommonOptions common = sg::cli::to_stdout();
   std::string tokens;
   std::vector<std::string> runs;
   int64_t batches = 0;  // 0: each run's final_eval_batches

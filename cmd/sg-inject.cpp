@@ -34,11 +34,7 @@
 namespace {
 
 struct Options {
-  sg::cli::CommonOptions common = [] {
-    sg::cli::CommonOptions o;
-    o.output = "-";  // the result table on stdout unless -o names a file
-    return o;
-  }();
+  sg::cli::CommonOptions common = sg::cli::to_stdout();
   std::vector<std::string> runs;
   std::string tokens;
   std::string junk = "structured";

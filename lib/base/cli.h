@@ -24,6 +24,13 @@ struct CommonOptions {
   std::string config;            // --config FILE
 };
 
+/// Common options whose output defaults to "-": the result table goes to stdout unless -o names a file.
+inline CommonOptions to_stdout() {
+  CommonOptions options;
+  options.output = "-";
+  return options;
+}
+
 /// Which common options a tool registers.
 enum CommonFlag : unsigned {
   kOutput = 1u << 0,
