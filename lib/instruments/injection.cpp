@@ -119,7 +119,17 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
 
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(options.device);
-  const bool was_training = model.is_training();
+  // However inject() leaves (an exception mid-battery included), the model gets back its mode,
+  // the default attention path and no hooks: a telemetry hook points into this frame.
+  struct Restore {
+    GPTImpl& model;
+    bool was_training;
+    ~Restore() {
+      model.set_hooks(nullptr);
+      model.set_backend(AttentionBackend::automatic);
+      model.train(was_training);
+    }
+  } restore{model, model.is_training()};
   model.eval();
   model.set_backend(options.backend);
   std::vector<Batch> batches;
@@ -212,8 +222,6 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
       }
     }
   }
-  model.train(was_training);
-  model.set_backend(AttentionBackend::automatic);
   return result;
 }
 

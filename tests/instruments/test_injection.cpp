@@ -295,3 +295,24 @@ TEST_CASE("under corruption the fused path gives the loss of the explicit path")
     CHECK(std::abs(fused - explicit_loss) < 1e-5);
   }
 }
+
+TEST_CASE("a battery that fails midway leaves the model as it was: no hooks, its training mode") {
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  const auto config = small_run("projgate");
+  auto model = sg::build_model(config.model, 42);  // w_h = 0 at init: own-direction junk fails in the first pass
+  model->train();
+  const auto batch = sg::sample_batch(file, sg::Split::val, 0, 0, 4, 16);
+  double before = 0;
+  {
+    torch::NoGradGuard no_grad;
+    before = model->loss(batch.inputs, batch.targets).item<double>();
+  }
+  CHECK_THROWS_WITH(sg::inject(*model, config, file, options_for({sg::JunkType::own_direction}, {0.4})),
+                    Catch::Contains("w_h = 0"));
+  CHECK(model->is_training());
+  torch::NoGradGuard no_grad;
+  double after = 0;
+  CHECK_NOTHROW(after = model->loss(batch.inputs, batch.targets).item<double>());  // the failing hook is gone
+  CHECK(after == before);
+}
