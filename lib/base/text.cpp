@@ -1,8 +1,10 @@
-// text.cpp — join, trim and near misses.
+// text.cpp — join, trim, durations and near misses.
 #include "lib/base/text.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
 namespace sg {
 
@@ -10,6 +12,13 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
   return out;
+}
+
+std::string format_duration(double seconds) {
+  char buffer[32];
+  const long long total = std::llround(std::max(0.0, seconds));
+  std::snprintf(buffer, sizeof buffer, "%lld:%02lld:%02lld", total / 3600, total / 60 % 60, total % 60);
+  return buffer;
 }
 
 std::string trim(const std::string& text) {

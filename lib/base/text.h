@@ -8,6 +8,9 @@ namespace sg {
 /// The items with `separator` between them (seed lists, column names in messages, CSV rows).
 std::string join(const std::vector<std::string>& items, const std::string& separator);
 
+/// A duration as H:MM:SS (rounded to the second; negative durations print as 0:00:00).
+std::string format_duration(double seconds);
+
 /// The text without leading and trailing spaces, tabs, carriage returns and newlines.
 std::string trim(const std::string& text);
 

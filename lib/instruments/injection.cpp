@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "lib/base/error.h"
+#include "lib/base/text.h"
 #include "lib/model/runtime.h"
 #include "lib/model/tensors.h"
 
@@ -16,24 +17,6 @@ namespace sg {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string clock_text(double seconds) {
-  const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
-  std::ostringstream out;
-  out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ":" << std::setw(2) << s % 60;
-  return out.str();
-}
-
-/// w_h (H, d) of every layer's projection gate, detached; empty when the arm has none.
-std::vector<torch::Tensor> gate_directions(GPTImpl& model) {
-  std::vector<torch::Tensor> out;
-  for (const auto& block : *model.blocks) {
-    const auto& w = block->as<Block>()->attn->gate_w;
-    if (!w.defined()) return {};
-    out.push_back(w.detach());
-  }
-  return out;
-}
 
 /// Running sums of one (cutoff, layer) exposure cell.
 struct ExposureSums {
@@ -92,6 +75,26 @@ int64_t injection_context(const InjectionOptions& options, const ModelConfig& mo
   return context;
 }
 
+std::vector<torch::Tensor> gate_directions(GPTImpl& model) {
+  std::vector<torch::Tensor> out;
+  for (const auto& block : *model.blocks) {
+    const auto& w = block->as<Block>()->attn->gate_w;
+    if (!w.defined()) return {};
+    out.push_back(w.detach());
+  }
+  return out;
+}
+
+std::vector<Batch> evaluation_batches(const TokenFile& tokens, int64_t eval_seed, int64_t batches, int64_t batch_size,
+                                      int64_t context, const torch::Device& device) {
+  std::vector<Batch> out;
+  for (int64_t k = 0; k < batches; ++k) {
+    auto batch = sample_batch(tokens, Split::val, eval_seed, k * batch_size, batch_size, context);
+    out.push_back({batch.inputs.to(device), batch.targets.to(device)});
+  }
+  return out;
+}
+
 InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile& tokens, const InjectionOptions& options) {
   if (options.batches < 1) throw UsageError("--batches must be at least 1");
   if (options.batch_size < 1) throw UsageError("--batch-size must be at least 1");
@@ -132,12 +135,8 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
   } restore{model, model.is_training()};
   model.eval();
   model.set_backend(options.backend);
-  std::vector<Batch> batches;
-  for (int64_t k = 0; k < options.batches; ++k) {
-    auto batch = sample_batch(tokens, Split::val, result.eval_seed, k * options.batch_size, options.batch_size,
-                              result.context);
-    batches.push_back({batch.inputs.to(options.device), batch.targets.to(options.device)});
-  }
+  const auto batches =
+      evaluation_batches(tokens, result.eval_seed, options.batches, options.batch_size, result.context, options.device);
   const int64_t passes = 1 + (options.exposure ? 1 : 0) +
                          static_cast<int64_t>(junk_types.size() * options.cutoffs.size() * options.doses.size());
   int64_t done = 0;
@@ -147,7 +146,7 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
     if (!options.progress) return;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     options.progress(what + "  (" + std::to_string(done) + "/" + std::to_string(passes) + ", eta " +
-                     clock_text(elapsed / static_cast<double>(done) * static_cast<double>(passes - done)) + ")");
+                     format_duration(elapsed / static_cast<double>(done) * static_cast<double>(passes - done)) + ")");
   };
   auto mean_loss = [&](const std::function<void(int64_t)>& before_batch) {
     double total = 0;
@@ -165,29 +164,23 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
   if (options.exposure) {
     const int64_t layers = config.model.n_layer;
     std::vector<std::vector<ExposureSums>> sums(options.cutoffs.size(), std::vector<ExposureSums>(layers));
-    std::vector<AttentionTelemetry> telemetry;
     auto hooks = std::make_shared<AttentionHooks>();
-    hooks->telemetry = &telemetry;
-    model.set_hooks(hooks);
-    for (int64_t k = 0; k < options.batches; ++k) {
-      telemetry.clear();
-      model.hidden(batches[k].inputs);
-      for (int64_t l = 0; l < layers; ++l) {
-        const auto& record = telemetry.at(l);
-        for (size_t c = 0; c < options.cutoffs.size(); ++c) {
-          const auto [quiet, phantom] =
-              exposure_shares(record.weights, record.phantom_mass, record.read_norms, options.cutoffs[c], skip);
-          const auto quiet_reads = quiet_mask(record.read_norms.narrow(2, skip, record.read_norms.size(2) - skip),
-                                              options.cutoffs[c]);
-          auto& cell = sums[c][l];
-          cell.quiet += quiet.sum().item<double>();
-          cell.phantom += phantom.defined() ? phantom.sum().item<double>() : std::nan("");
-          cell.rows += quiet.numel();
-          cell.quiet_reads += quiet_reads.sum().item<int64_t>();
-          cell.reads += quiet_reads.numel();
-        }
+    hooks->telemetry = [&](int64_t l, const AttentionTelemetry& record) {
+      for (size_t c = 0; c < options.cutoffs.size(); ++c) {
+        const auto [quiet, phantom] =
+            exposure_shares(record.weights, record.phantom_mass, record.read_norms, options.cutoffs[c], skip);
+        const auto quiet_reads = quiet_mask(record.read_norms.narrow(2, skip, record.read_norms.size(2) - skip),
+                                            options.cutoffs[c]);
+        auto& cell = sums[c].at(l);
+        cell.quiet += quiet.sum().item<double>();
+        cell.phantom += phantom.defined() ? phantom.sum().item<double>() : std::nan("");
+        cell.rows += quiet.numel();
+        cell.quiet_reads += quiet_reads.sum().item<int64_t>();
+        cell.reads += quiet_reads.numel();
       }
-    }
+    };
+    model.set_hooks(hooks);
+    for (int64_t k = 0; k < options.batches; ++k) model.hidden(batches[k].inputs);
     model.set_hooks(nullptr);
     for (size_t c = 0; c < options.cutoffs.size(); ++c) {
       Exposure all{options.cutoffs[c], -1};

@@ -25,6 +25,7 @@
 #include "lib/io/results.h"
 #include "lib/model/config.h"
 #include "lib/model/model.h"
+#include "lib/model/tensors.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
@@ -94,6 +95,16 @@ std::pair<torch::Tensor, torch::Tensor> exposure_shares(const torch::Tensor& wei
 /// The resolved context of a model for options.context (0: min(512, block_size)); UsageError
 /// when it exceeds the model's context.
 int64_t injection_context(const InjectionOptions& options, const ModelConfig& model);
+
+/// w_h (H, d) of every layer's projection gate, detached (own-direction junk); empty when the arm
+/// has none.
+std::vector<torch::Tensor> gate_directions(GPTImpl& model);
+
+/// The fixed evaluation batches of sg-inject and sg-probe, on `device`: batch k holds windows
+/// k·S … k·S + S − 1 (S = batch_size sequences of `context` tokens) of the stream (eval_seed, val),
+/// sg-eval's sampler. Throws InputError when the validation split is too short for the context.
+std::vector<Batch> evaluation_batches(const TokenFile& tokens, int64_t eval_seed, int64_t batches, int64_t batch_size,
+                                      int64_t context, const torch::Device& device);
 
 /// Runs the battery on `model` (a run's model, with its configuration). Throws UsageError for an
 /// inapplicable condition (see skip_inapplicable) or bad options, InputError when the validation

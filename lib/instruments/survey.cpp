@@ -228,9 +228,10 @@ std::vector<HeadIncidence> survey_model(GPTImpl& model, const torch::Tensor& blo
   const bool sink_token = config.arm.zero == ZeroOption::sinktoken;
   const bool zero_option = config.arm.zero != ZeroOption::none;
   IncidenceAccumulator survey(config.n_layer, config.n_head, options, blocks.size(0));
-  std::vector<AttentionTelemetry> telemetry;
   auto hooks = std::make_shared<AttentionHooks>();
-  hooks->telemetry = &telemetry;
+  hooks->telemetry = [&](int64_t layer, const AttentionTelemetry& t) {
+    survey.add(layer, t.weights, t.read_norms, t.phantom_mass, sink_token ? 1 : 0);
+  };
   model.set_hooks(hooks);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -238,12 +239,7 @@ std::vector<HeadIncidence> survey_model(GPTImpl& model, const torch::Tensor& blo
   try {
     for (int64_t start = 0; start < blocks.size(0); start += options.batch) {
       const auto batch = blocks.narrow(0, start, std::min(options.batch, blocks.size(0) - start)).to(device);
-      telemetry.clear();
       model.hidden(batch);
-      for (size_t layer = 0; layer < telemetry.size(); ++layer) {
-        const auto& t = telemetry[layer];
-        survey.add(static_cast<int64_t>(layer), t.weights, t.read_norms, t.phantom_mass, sink_token ? 1 : 0);
-      }
     }
   } catch (...) {
     model.set_hooks(nullptr);

@@ -213,7 +213,7 @@ torch::Tensor ToyModelImpl::forward(const torch::Tensor& features, const torch::
     const auto keep = (torch::arange(n, merged.options()) < config_.relevant).to(torch::kFloat).view({1, 1, n, 1});
     hooks.corrupt = [keep](const torch::Tensor& v, int64_t) { return v * keep.to(v.scalar_type()); };
   }
-  hooks.telemetry = telemetry;
+  if (telemetry) hooks.telemetry = store_telemetry(*telemetry);
   AttendOptions options;
   options.arm = arm_.arm;
   options.gate_beta = gate_beta_;

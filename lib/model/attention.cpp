@@ -121,7 +121,8 @@ torch::Tensor pad_to_multiple_of_8(const torch::Tensor& x, int64_t width) {
   return F::pad(x, F::PadFuncOptions({0, padded - x.size(-1)}));
 }
 
-/// Gate values per (query, key) for the override probes: (B, H, Tq, Tk).
+}  // namespace
+
 torch::Tensor overridden_gates(GateOverride how, const torch::Tensor& gates, const torch::Tensor& weights,
                                const torch::Tensor& allowed, int64_t seed) {
   auto per_key = gates.unsqueeze(2).expand_as(weights);  // (B, H, Tq, Tk)
@@ -148,7 +149,12 @@ torch::Tensor overridden_gates(GateOverride how, const torch::Tensor& gates, con
   return per_key;
 }
 
-}  // namespace
+TelemetryCallback store_telemetry(std::vector<AttentionTelemetry>& slots) {
+  return [&slots](int64_t layer, const AttentionTelemetry& record) {
+    if (static_cast<int64_t>(slots.size()) <= layer) slots.resize(layer + 1);
+    slots[layer] = record;
+  };
+}
 
 bool fused_attention_supported(const torch::Tensor& q) {
   if (q.is_cuda()) return q.scalar_type() != torch::kDouble;
@@ -281,21 +287,21 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     if (!arm.gates_values())
       throw UsageError("gate override needs a value-slot gate (normgate, projgate, combo, combo2); arm is " +
                        arm.name());
-    const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed, hooks->override_seed);
+    const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed,
+                                            hooks->override_seed * 1000003 + options.layer);
     y = torch::matmul((weights * per_query).to(v.scalar_type()), v);
   } else {
     y = torch::matmul(weights.to(values.scalar_type()), values);
   }
 
   if (hooks && hooks->telemetry) {
-    auto& slots = *hooks->telemetry;
-    if (static_cast<int64_t>(slots.size()) <= options.layer) slots.resize(options.layer + 1);
-    auto& record = slots[options.layer];
+    AttentionTelemetry record;
     record.weights = weights.detach();
     record.phantom_mass = phantom_mass.defined() ? phantom_mass.detach() : torch::Tensor();
     record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
     record.gates = gates.defined() ? gates.detach() : torch::Tensor();
     record.reads = v.detach().to(math);
+    hooks->telemetry(options.layer, record);
   }
   return y;
 }

@@ -42,19 +42,37 @@ struct AttentionTelemetry {
   torch::Tensor reads;         // (B, H, Tk, d) reads after corruption, before any gate
 };
 
+/// Receives one layer's measurements during a forward pass, as soon as the layer has computed
+/// them: a consumer that reduces them on the spot keeps one layer's (B, H, T, T) in memory, not all.
+using TelemetryCallback = std::function<void(int64_t layer, const AttentionTelemetry& telemetry)>;
+
 /// The intervention points every attention layer exposes; all are off by default.
 struct AttentionHooks {
   /// (1) Corruption of each head's reads (B, H, T, d) before any gate; gets the layer index.
   std::function<torch::Tensor(const torch::Tensor& reads, int64_t layer)> corrupt;
   /// (2) Override of the gate values (value-slot gates only).
   GateOverride gate_override = GateOverride::none;
-  /// Seeds the permutations of GateOverride::shuffle.
+  /// Seeds the permutations of GateOverride::shuffle, with the layer index: the same seed gives
+  /// every arm the same permutations of the same rows.
   int64_t override_seed = 0;
-  /// (3) When set, layer l stores its measurements in (*telemetry)[l] (resized as needed).
-  std::vector<AttentionTelemetry>* telemetry = nullptr;
+  /// (3) When set, every layer passes its measurements to it.
+  TelemetryCallback telemetry;
 
   bool active() const { return corrupt || gate_override != GateOverride::none || telemetry; }
 };
+
+/// The gate value each query (row) applies to each key under an override: gates (B, H, Tk),
+/// weights (B, H, Tq, Tk) the routing weights on the real keys, allowed (Tq, Tk) the keys each
+/// query can see (a prefix of every row) -> (B, H, Tq, Tk). row_mean: the row's attention-weighted
+/// mean gate sum_j a_ij g_j / sum_j a_ij in every entry; shuffle: the visible gates of each row
+/// permuted at random (seeded; the invisible entries hold the remaining gates, with weight zero);
+/// reopen: gates below one half set to one; none: g_j.
+torch::Tensor overridden_gates(GateOverride how, const torch::Tensor& gates, const torch::Tensor& weights,
+                               const torch::Tensor& allowed, int64_t seed);
+
+/// A callback that keeps layer l's telemetry in slots[l] (resized as needed), all layers at once:
+/// for small models and tests.
+TelemetryCallback store_telemetry(std::vector<AttentionTelemetry>& slots);
 
 /// Which computation path a forward pass without hooks or cache takes.
 enum class AttentionBackend { automatic, explicit_math, fused };

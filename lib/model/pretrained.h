@@ -65,9 +65,8 @@ struct PretrainedConfig {
 /// type or rope scaling, cross-attention, an unknown activation).
 PretrainedConfig read_pretrained_config(const std::string& path);
 
-/// Receives one layer's attention measurements during a forward pass: weights (B, H, T, T),
-/// read_norms (B, H, T) = |v_j|/sqrt(d), reads (B, H, T, d); phantom_mass and gates undefined.
-using TelemetryCallback = std::function<void(int64_t layer, const AttentionTelemetry& telemetry)>;
+// Telemetry of a pretrained model (TelemetryCallback, attention.h): weights (B, H, T, T),
+// read_norms (B, H, T) = |v_j|/sqrt(d), reads (B, H, T, d); phantom_mass and gates undefined.
 
 /// The weights of one block in nn.Linear layout (out, in).
 struct PretrainedBlock {

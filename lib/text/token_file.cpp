@@ -39,6 +39,7 @@ TokenFile TokenFile::open(const std::string& path) {
   info.vocab_size = state.file.attribute_int("vocab_size");
   info.eot_id = state.file.attribute_int("eot_id");
   info.documents = state.file.attribute_int("documents");
+  if (state.file.has_attribute("vocabulary")) info.vocabulary = state.file.attribute_string("vocabulary");
   for (Split split : {Split::val, Split::train}) {
     auto& dataset = state.datasets[static_cast<int>(split)];
     dataset = state.file.dataset("tokens/" + to_string(split));

@@ -23,6 +23,7 @@ inline constexpr int64_t kTokenSchemaVersion = 1;
 /// What a token file says about itself.
 struct TokenFileInfo {
   std::string tokenizer;     // e.g. "gpt2"
+  std::string vocabulary;    // the vocabulary file the ids came from ("" when not recorded)
   int64_t vocab_size = 0;    // ids are < vocab_size
   int64_t eot_id = -1;       // the end-of-text id joining documents
   int64_t documents = 0;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.h"
+#include "lib/base/text.h"
 #include "lib/base/log.h"
 #include "lib/io/h5.h"
 #include "lib/io/results.h"
@@ -24,13 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string format_duration(double seconds) {
-  char buffer[32];
-  const int total = static_cast<int>(seconds + 0.5);
-  std::snprintf(buffer, sizeof buffer, "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60);
-  return buffer;
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST_CASE("paired junk: two arms with the same shared weights receive identical 
   auto layer0_reads = [&](sg::GPTImpl& model, int64_t seed) {
     std::vector<sg::AttentionTelemetry> telemetry;
     sg::AttentionHooks base;
-    base.telemetry = &telemetry;
+    base.telemetry = sg::store_telemetry(telemetry);
     sg::Corruptor corruptor(sg::CorruptionSpec{sg::JunkType::structured, sg::Cutoff::median, 0.8, seed});
     corruptor.set_batch(3);
     model.set_hooks(corruptor.hooks(base));
@@ -122,7 +122,7 @@ TEST_CASE("paired junk: two arms with the same shared weights receive identical 
   // … and the corruption did change them.
   std::vector<sg::AttentionTelemetry> clean;
   sg::AttentionHooks record;
-  record.telemetry = &clean;
+  record.telemetry = sg::store_telemetry(clean);
   a->set_hooks(std::make_shared<sg::AttentionHooks>(record));
   {
     torch::NoGradGuard no_grad;
@@ -245,7 +245,7 @@ TEST_CASE("exposure's phantom share is the phantom-mass telemetry, and a sink to
     int64_t count = 0;
     std::vector<sg::AttentionTelemetry> telemetry;
     auto hooks = std::make_shared<sg::AttentionHooks>();
-    hooks->telemetry = &telemetry;
+    hooks->telemetry = sg::store_telemetry(telemetry);
     model->set_hooks(hooks);
     {
       torch::NoGradGuard no_grad;

@@ -260,7 +260,7 @@ TEST_CASE("survey: sinkgate models — the phantom and the sink token count as s
     // The telemetry again, by hand, and the row-by-row computation on it.
     std::vector<sg::AttentionTelemetry> telemetry;
     auto hooks = std::make_shared<sg::AttentionHooks>();
-    hooks->telemetry = &telemetry;
+    hooks->telemetry = sg::store_telemetry(telemetry);
     model->set_hooks(hooks);
     {
       torch::NoGradGuard no_grad;

@@ -179,7 +179,7 @@ TEST_CASE("the phantom mass of the sink logit is exp(b) / (exp(b) + sum_j exp(s_
   module->sink_logit.copy_(torch::tensor({0.8, -1.5}, torch::kDouble));
   std::vector<sg::AttentionTelemetry> telemetry;
   auto hooks = std::make_shared<sg::AttentionHooks>();
-  hooks->telemetry = &telemetry;
+  hooks->telemetry = [&](int64_t, const sg::AttentionTelemetry& record) { telemetry.push_back(record); };
   module->set_hooks(hooks);
   torch::manual_seed(9);
   const auto x = torch::randn({kBatch, kLength, kWidth}, torch::kDouble);
@@ -207,7 +207,7 @@ TEST_CASE("Lemma 3.1: the norm gate's output is Z_i times the routing-slot contr
   renorm->c_attn->weight.copy_(norm->c_attn->weight);
   std::vector<sg::AttentionTelemetry> telemetry;
   auto hooks = std::make_shared<sg::AttentionHooks>();
-  hooks->telemetry = &telemetry;
+  hooks->telemetry = [&](int64_t, const sg::AttentionTelemetry& record) { telemetry.push_back(record); };
   norm->set_hooks(hooks);
   torch::manual_seed(13);
   const auto x = torch::randn({kBatch, kLength, kWidth}, torch::kDouble);
@@ -226,7 +226,7 @@ TEST_CASE("at initialisation the gates are open (>= 0.98) and the sink logit is 
     auto module = make_attention(sg::parse_arm(name), 21);
     std::vector<sg::AttentionTelemetry> telemetry;
     auto hooks = std::make_shared<sg::AttentionHooks>();
-    hooks->telemetry = &telemetry;
+    hooks->telemetry = sg::store_telemetry(telemetry);
     module->set_hooks(hooks);
     torch::NoGradGuard no_grad;
     module->forward(torch::randn({kBatch, kLength, kWidth}, torch::kDouble) * 10.0);
@@ -242,7 +242,7 @@ TEST_CASE("the corruption hook acts on the reads before the gate") {
   auto module = make_attention(sg::parse_arm("normgate"), 30);
   std::vector<sg::AttentionTelemetry> telemetry;
   auto hooks = std::make_shared<sg::AttentionHooks>();
-  hooks->telemetry = &telemetry;
+  hooks->telemetry = [&](int64_t, const sg::AttentionTelemetry& record) { telemetry.push_back(record); };
   hooks->corrupt = [](const torch::Tensor& reads, int64_t) { return torch::zeros_like(reads); };
   module->set_hooks(hooks);
   torch::NoGradGuard no_grad;
@@ -262,7 +262,7 @@ TEST_CASE("gate overrides: row mean, shuffle within row, reopen") {
   const auto x = torch::randn({kBatch, kLength, kWidth}, torch::kDouble);
   std::vector<sg::AttentionTelemetry> telemetry;
   auto hooks = std::make_shared<sg::AttentionHooks>();
-  hooks->telemetry = &telemetry;
+  hooks->telemetry = [&](int64_t, const sg::AttentionTelemetry& record) { telemetry.push_back(record); };
   module->set_hooks(hooks);
   const auto trained = module->forward(x);
   const auto a = telemetry[0].weights.to(torch::kDouble), g = telemetry[0].gates.to(torch::kDouble);

@@ -1,0 +1,498 @@
+// probe.cpp — gate overrides, sinks, selectivity, token gates and kurtosis for one model.
+#include "lib/instruments/probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <sstream>
+
+#include "lib/base/error.h"
+#include "lib/base/text.h"
+#include "lib/instruments/injection.h"
+#include "lib/instruments/survey.h"
+#include "lib/model/runtime.h"
+
+namespace sg {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const std::vector<std::pair<GateOverride, const char*>>& overrides() {
+  static const std::vector<std::pair<GateOverride, const char*>> list = {
+      {GateOverride::none, "trained"},
+      {GateOverride::row_mean, "row-mean"},
+      {GateOverride::shuffle, "shuffle"},
+      {GateOverride::reopen, "reopen"},
+  };
+  return list;
+}
+
+/// The name of the zero option's mass in the rows: the phantom's, or the sink token's.
+std::string zero_option_statistic(const Arm& arm) {
+  return arm.zero == ZeroOption::sinktoken ? "sink_token_mass" : "phantom_mass";
+}
+
+/// Per-head values (layer-major, one vector of statistics per head) as rows: one per head, one per
+/// layer (mean over heads) and one for the model (mean over all heads); statistics whose `median`
+/// flag is set take the median over heads instead. Non-finite head values are left out.
+void add_head_rows(std::vector<ProbeRow>& rows, Probe probe, int64_t layers, int64_t heads,
+                   const std::vector<std::string>& names, const std::vector<std::vector<double>>& values,
+                   const std::vector<bool>& median) {
+  auto summary = [&](size_t s, int64_t first, int64_t count) {
+    std::vector<double> cells;
+    for (int64_t i = first; i < first + count; ++i) cells.push_back(values[i][s]);
+    return median[s] ? finite_median(cells) : finite_mean(cells);
+  };
+  for (size_t s = 0; s < names.size(); ++s) {
+    for (int64_t l = 0; l < layers; ++l) {
+      for (int64_t h = 0; h < heads; ++h) {
+        ProbeRow row{probe, names[s]};
+        row.layer = std::to_string(l);
+        row.head = std::to_string(h);
+        row.value = values[l * heads + h][s];
+        rows.push_back(row);
+      }
+      ProbeRow row{probe, names[s]};
+      row.layer = std::to_string(l);
+      row.value = summary(s, l * heads, heads);
+      rows.push_back(row);
+    }
+    ProbeRow row{probe, names[s]};
+    row.value = summary(s, 0, layers * heads);
+    rows.push_back(row);
+  }
+}
+
+/// A token's text for a table cell: spaces as ␣, backslash and control characters escaped (\n,
+/// \t, \r, \\, \xNN), invalid UTF-8 replaced; the id column stays the exact identity.
+std::string display_text(const std::string& bytes) {
+  std::string out;
+  for (unsigned char c : replace_invalid_utf8(bytes)) {
+    if (c == ' ') out += "\u2423";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c < 0x20 || c == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(Probe probe) {
+  switch (probe) {
+    case Probe::overrides: return "overrides";
+    case Probe::sinks: return "sinks";
+    case Probe::selectivity: return "selectivity";
+    case Probe::gate_tokens: return "gate-tokens";
+    case Probe::kurtosis: return "kurtosis";
+  }
+  return "?";
+}
+
+const std::vector<Probe>& all_probes() {
+  static const std::vector<Probe> list = {Probe::overrides, Probe::sinks, Probe::selectivity, Probe::gate_tokens,
+                                          Probe::kurtosis};
+  return list;
+}
+
+std::vector<Probe> parse_probes(const std::string& list) {
+  if (trim(list) == "all") return all_probes();
+  std::vector<std::string> names;
+  for (Probe p : all_probes()) names.push_back(to_string(p));
+  std::vector<Probe> out;
+  const auto items = split_list(list);
+  if (items.empty()) throw UsageError("--probe is empty", "name probes: " + join(names, ", ") + ", or all");
+  for (const auto& item : items) {
+    const auto it = std::find(names.begin(), names.end(), item);
+    if (it == names.end())
+      throw UsageError("--probe: unknown probe '" + item + "'",
+                       did_you_mean(item, names) + "the probes are " + join(names, ", ") + ", or all");
+    const Probe probe = all_probes()[it - names.begin()];
+    if (std::find(out.begin(), out.end(), probe) != out.end())
+      throw UsageError("--probe: '" + item + "' is given twice");
+    out.push_back(probe);
+  }
+  return out;
+}
+
+bool probe_applies(Probe probe, const Arm& arm) {
+  switch (probe) {
+    case Probe::overrides: return arm.gates_values();
+    case Probe::selectivity:
+    case Probe::gate_tokens: return arm.filter != Filter::none;
+    case Probe::sinks:
+    case Probe::kurtosis: return true;
+  }
+  return false;
+}
+
+// --- accumulators ----------------------------------------------------------------------------
+
+SelectivityAccumulator::SelectivityAccumulator(int64_t layers, int64_t heads) : heads_(heads) {
+  for (int64_t l = 0; l < layers; ++l) sums_.push_back(torch::zeros({4, heads}, torch::kDouble));
+}
+
+void SelectivityAccumulator::add(int64_t layer, const torch::Tensor& weights, const torch::Tensor& gates,
+                                 int64_t extra, int64_t sink_positions) {
+  const int64_t text = weights.size(-1) - extra, rows = text - sink_positions;
+  if (layer < 0 || layer >= static_cast<int64_t>(sums_.size()) || weights.size(1) != heads_)
+    throw UsageError("selectivity: layer " + std::to_string(layer) + " or its heads do not fit the accumulator");
+  if (rows < 1) throw UsageError("selectivity: sequences of " + std::to_string(text) + " tokens leave no query row");
+  const auto w_all = weights.narrow(2, extra + sink_positions, rows).narrow(3, extra, text);  // (B, H, R, T)
+  const auto g_all = gates.narrow(2, extra, text);                                              // (B, H, T)
+  auto& sums = sums_[layer];
+  // One sequence at a time: a (H, R, T) float64 product is alive, not (B, H, R, T).
+  for (int64_t b = 0; b < weights.size(0); ++b) {
+    const auto w = w_all[b].to(torch::kDouble);               // (H, R, T)
+    const auto g = g_all[b].to(torch::kDouble).unsqueeze(1);  // (H, 1, T)
+    const auto mass = w.sum(-1);                              // (H, R)
+    const auto valid = mass > 0;
+    const auto safe = torch::where(valid, mass, torch::ones_like(mass));
+    const auto mu = (w * g).sum(-1) / safe;
+    const auto var = (w * (g - mu.unsqueeze(-1)).pow(2)).sum(-1) / safe;
+    const auto keep = valid.to(torch::kDouble);
+    const auto sigma = var.clamp_min(0).sqrt();
+    sums[0] += (sigma * keep).sum(-1).cpu();
+    sums[1] += (mu * keep).sum(-1).cpu();
+    sums[2] += (mu * mu * keep).sum(-1).cpu();
+    sums[3] += keep.sum(-1).cpu();
+  }
+}
+
+std::vector<SelectivityAccumulator::Head> SelectivityAccumulator::finish() const {
+  std::vector<Head> out;
+  for (const auto& sums : sums_) {
+    for (int64_t h = 0; h < heads_; ++h) {
+      const double n = sums[3][h].item<double>();
+      if (n <= 0) {
+        out.push_back({kNaN, kNaN, kNaN, 0});
+        continue;
+      }
+      const double mean = sums[1][h].item<double>() / n;
+      const double between = std::sqrt(std::max(0.0, sums[2][h].item<double>() / n - mean * mean));
+      out.push_back({sums[0][h].item<double>() / n, between, mean, static_cast<int64_t>(n)});
+    }
+  }
+  return out;
+}
+
+GateTokenAccumulator::GateTokenAccumulator(int64_t layers, int64_t vocab_size) {
+  for (int64_t l = 0; l < layers; ++l) {
+    sums_.push_back(torch::zeros({vocab_size}, torch::kDouble));
+    counts_.push_back(torch::zeros({vocab_size}, torch::kInt64));
+  }
+}
+
+void GateTokenAccumulator::add(int64_t layer, const torch::Tensor& gates, const torch::Tensor& ids, int64_t extra) {
+  if (layer < 0 || layer >= static_cast<int64_t>(sums_.size()))
+    throw UsageError("gate-tokens: layer " + std::to_string(layer) + " outside the accumulator");
+  const int64_t text = gates.size(-1) - extra;
+  if (ids.dim() != 2 || ids.size(0) != gates.size(0) || ids.size(1) != text)
+    throw UsageError("gate-tokens: ids do not match the gates' batch and positions");
+  const auto flat = ids.reshape({-1}).to(torch::kCPU, torch::kInt64);
+  const int64_t vocab = sums_[layer].size(0);
+  if (flat.numel() > 0 && (flat.min().item<int64_t>() < 0 || flat.max().item<int64_t>() >= vocab))
+    throw UsageError("gate-tokens: a token id is outside the vocabulary of " + std::to_string(vocab));
+  const auto per_read = gates.narrow(2, extra, text).to(torch::kDouble).mean(1).reshape({-1}).cpu();  // (B*T)
+  sums_[layer].index_add_(0, flat, per_read);
+  counts_[layer].index_add_(0, flat, torch::ones_like(flat));
+}
+
+torch::Tensor GateTokenAccumulator::counts() const { return counts_.at(0); }
+
+torch::Tensor GateTokenAccumulator::mean_gate(int64_t layer) const {
+  auto mean_of = [&](size_t l) {
+    const auto n = counts_[l].to(torch::kDouble);
+    return torch::where(n > 0, sums_[l] / n.clamp_min(1), torch::full_like(n, kNaN));
+  };
+  if (layer >= 0) return mean_of(static_cast<size_t>(layer));
+  auto total = torch::zeros_like(sums_.at(0));
+  for (size_t l = 0; l < sums_.size(); ++l) total += mean_of(l);
+  return total / static_cast<double>(sums_.size());
+}
+
+KurtosisAccumulator::KurtosisAccumulator(int64_t layers) : layers_(static_cast<size_t>(layers)) {}
+
+void KurtosisAccumulator::add(int64_t layer, const torch::Tensor& reads, int64_t extra) {
+  if (layer < 0 || layer >= static_cast<int64_t>(layers_.size()))
+    throw UsageError("kurtosis: layer " + std::to_string(layer) + " outside the accumulator");
+  auto& slot = layers_[layer];
+  const int64_t text = reads.size(2) - extra;
+  const auto x = reads.narrow(2, extra, text).to(torch::kDouble);  // (B, H, T, d)
+  const std::vector<int64_t> tokens{0, 2};
+  if (slot.count == 0) {
+    slot.shift = x.mean(tokens);  // (H, d)
+    slot.s1 = torch::zeros_like(slot.shift);
+    slot.s2 = torch::zeros_like(slot.shift);
+    slot.s3 = torch::zeros_like(slot.shift);
+    slot.s4 = torch::zeros_like(slot.shift);
+  }
+  const auto y = x - slot.shift.unsqueeze(0).unsqueeze(2);
+  const auto y2 = y * y;
+  slot.s1 += y.sum(tokens);
+  slot.s2 += y2.sum(tokens);
+  slot.s3 += (y2 * y).sum(tokens);
+  slot.s4 += (y2 * y2).sum(tokens);
+  slot.count += x.size(0) * text;
+}
+
+torch::Tensor KurtosisAccumulator::excess(int64_t layer) const {
+  const auto& slot = layers_.at(layer);
+  if (slot.count == 0) return {};
+  const double n = static_cast<double>(slot.count);
+  const auto a1 = slot.s1 / n, a2 = slot.s2 / n, a3 = slot.s3 / n, a4 = slot.s4 / n;
+  const auto m2 = a2 - a1 * a1;
+  const auto m4 = a4 - 4 * a1 * a3 + 6 * a1 * a1 * a2 - 3 * a1.pow(4);
+  return torch::where(m2 > 0, m4 / (m2 * m2) - 3, torch::full_like(m2, kNaN)).cpu();
+}
+
+// --- the probes ------------------------------------------------------------------------------
+
+ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile& tokens, const ProbeOptions& options) {
+  if (options.batches < 1) throw UsageError("--batches must be at least 1");
+  if (options.batch_size < 1) throw UsageError("--batch-size must be at least 1");
+  if (!(options.dose >= 0) || !std::isfinite(options.dose))
+    throw UsageError("--dose must be a finite number >= 0, not " + format_exact(options.dose));
+  if (options.sink_positions < 1) throw UsageError("--sink-positions must be at least 1");
+  if (options.min_count < 1) throw UsageError("--min-count must be at least 1");
+  if (options.top < 0) throw UsageError("--top must be 0 (every token) or more");
+  const ModelConfig& m = config.model;
+  const Arm& arm = m.arm;
+  ProbeResult result;
+  InjectionOptions context_options;
+  context_options.context = options.context;
+  result.context = injection_context(context_options, m);
+  result.eval_seed = options.eval_seed >= 0 ? options.eval_seed : config.train.eval_seed;
+  if (result.context <= options.sink_positions)
+    throw UsageError("--context " + std::to_string(result.context) + " leaves no query after the " +
+                     std::to_string(options.sink_positions) + " sink position(s)");
+  auto asked = [&](Probe p) {
+    return std::find(options.probes.begin(), options.probes.end(), p) != options.probes.end() && probe_applies(p, arm);
+  };
+  for (Probe p : options.probes)
+    if (!probe_applies(p, arm)) result.skipped.push_back(p);
+  const bool overrides_on = asked(Probe::overrides);
+  const bool corrupted_column = overrides_on && options.dose > 0;
+  const auto directions = gate_directions(model);
+  if (corrupted_column) {
+    if (options.junk == JunkType::structured && options.batch_size < 2)
+      throw UsageError("structured junk comes from another sequence of the batch: --batch-size must be at least 2");
+    if (options.junk == JunkType::own_direction && directions.empty())
+      throw UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " has none");
+  }
+  const bool telemetry_on =
+      asked(Probe::sinks) || asked(Probe::selectivity) || asked(Probe::gate_tokens) || asked(Probe::kurtosis);
+  const int64_t extra = arm.zero == ZeroOption::sinktoken ? 1 : 0;
+  const int64_t layers = m.n_layer, heads = m.n_head;
+
+  torch::NoGradGuard no_grad;
+  AutocastGuard autocast(options.device);
+  struct Restore {  // however the probes leave: no hooks (they point into this frame), default path, mode
+    GPTImpl& model;
+    bool was_training;
+    ~Restore() {
+      model.set_hooks(nullptr);
+      model.set_backend(AttentionBackend::automatic);
+      model.train(was_training);
+    }
+  } restore{model, model.is_training()};
+  model.eval();
+  const auto batches =
+      evaluation_batches(tokens, result.eval_seed, options.batches, options.batch_size, result.context, options.device);
+
+  const std::vector<double> doses = corrupted_column ? std::vector<double>{0.0, options.dose} : std::vector<double>{0.0};
+  const int64_t passes = (telemetry_on ? 1 : 0) + (overrides_on ? static_cast<int64_t>(4 * doses.size()) : 0);
+  int64_t done = 0;
+  const auto start = Clock::now();
+  auto report = [&](const std::string& what) {
+    ++done;
+    if (!options.progress) return;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    options.progress(what + "  (" + std::to_string(done) + "/" + std::to_string(passes) + ", eta " +
+                     format_duration(elapsed / static_cast<double>(done) * static_cast<double>(passes - done)) + ")");
+  };
+
+  if (telemetry_on) {
+    SurveyOptions survey;
+    survey.sink_positions = options.sink_positions;
+    survey.percentiles = {50};
+    const bool zero_option = arm.zero != ZeroOption::none;
+    const bool want_incidence = asked(Probe::sinks) || (asked(Probe::selectivity) && zero_option);
+    IncidenceAccumulator incidence(layers, heads, survey, options.batches * options.batch_size);
+    SelectivityAccumulator selectivity(layers, heads);
+    GateTokenAccumulator gate_tokens(asked(Probe::gate_tokens) ? layers : 0, m.vocab_size);
+    KurtosisAccumulator kurtosis(layers);
+    int64_t current = 0;
+    auto hooks = std::make_shared<AttentionHooks>();
+    hooks->telemetry = [&](int64_t layer, const AttentionTelemetry& t) {
+      if (want_incidence) incidence.add(layer, t.weights, t.read_norms, t.phantom_mass, extra);
+      if (asked(Probe::selectivity)) selectivity.add(layer, t.weights, t.gates, extra, options.sink_positions);
+      if (asked(Probe::gate_tokens)) gate_tokens.add(layer, t.gates, batches[current].inputs, extra);
+      if (asked(Probe::kurtosis)) kurtosis.add(layer, t.reads, extra);
+    };
+    model.set_hooks(hooks);
+    for (current = 0; current < options.batches; ++current) model.hidden(batches[current].inputs);
+    model.set_hooks(nullptr);
+
+    const auto incidence_heads = want_incidence ? incidence.finish(zero_option) : std::vector<HeadIncidence>{};
+    if (asked(Probe::sinks)) {
+      std::vector<std::string> names{"position0_mass"};
+      if (zero_option) names.push_back(zero_option_statistic(arm));
+      names.insert(names.end(), {"sink_mass", "r0_ratio"});
+      std::vector<std::vector<double>> values;
+      for (const auto& h : incidence_heads) {
+        std::vector<double> v{h.position0_mass};
+        if (zero_option) v.push_back(h.zero_option_mass);
+        v.insert(v.end(), {h.sink_mass, h.r0_ratio});
+        values.push_back(v);
+      }
+      std::vector<bool> median(names.size(), false);
+      median.back() = true;  // r0_ratio: the median over heads, as sg-survey
+      add_head_rows(result.rows, Probe::sinks, layers, heads, names, values, median);
+    }
+    if (asked(Probe::selectivity)) {
+      std::vector<std::string> names{"within_row_spread", "between_row_spread", "mean_gate"};
+      if (zero_option) names.push_back(zero_option_statistic(arm));
+      const auto spread = selectivity.finish();
+      std::vector<std::vector<double>> values;
+      for (size_t i = 0; i < spread.size(); ++i) {
+        std::vector<double> v{spread[i].within_row_spread, spread[i].between_row_spread, spread[i].mean_gate};
+        if (zero_option) v.push_back(incidence_heads[i].zero_option_mass);
+        values.push_back(v);
+      }
+      add_head_rows(result.rows, Probe::selectivity, layers, heads, names, values,
+                    std::vector<bool>(names.size(), false));
+    }
+    if (asked(Probe::kurtosis)) {
+      std::vector<std::vector<double>> values;
+      for (int64_t l = 0; l < layers; ++l) {
+        const auto excess = kurtosis.excess(l);  // (H, d)
+        for (int64_t h = 0; h < heads; ++h) values.push_back({excess[h].nanmean().item<double>()});
+      }
+      add_head_rows(result.rows, Probe::kurtosis, layers, heads, {"excess_kurtosis"}, values, {false});
+    }
+    if (asked(Probe::gate_tokens)) {
+      const auto counts = gate_tokens.counts();
+      const auto* count = counts.data_ptr<int64_t>();
+      for (int64_t l = -1; l < layers; ++l) {
+        const auto means = gate_tokens.mean_gate(l).contiguous();
+        const auto* mean = means.data_ptr<double>();
+        std::vector<int64_t> ids;
+        for (int64_t id = 0; id < counts.size(0); ++id)
+          if (count[id] >= options.min_count) ids.push_back(id);
+        std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return mean[a] < mean[b]; });
+        auto emit = [&](const std::string& end, int64_t rank, int64_t id) {
+          ProbeRow row{Probe::gate_tokens, "mean_gate"};
+          if (l >= 0) row.layer = std::to_string(l);
+          row.end = end;
+          row.rank = rank;
+          row.token = id;
+          if (options.vocabulary) {
+            try {
+              row.text = display_text(options.vocabulary->decode({static_cast<int32_t>(id)}));
+            } catch (const InputError&) {
+              row.text = "";
+            }
+          }
+          row.value = mean[id];
+          result.rows.push_back(row);
+          row.statistic = "occurrences";
+          row.value = static_cast<double>(count[id]);
+          result.rows.push_back(row);
+        };
+        const auto n = static_cast<int64_t>(ids.size());
+        if (options.top == 0) {
+          for (int64_t r = 0; r < n; ++r) emit("all", r + 1, ids[r]);
+        } else {
+          for (int64_t r = 0; r < std::min(options.top, n); ++r) emit("most-attenuated", r + 1, ids[r]);
+          for (int64_t r = 0; r < std::min(options.top, n); ++r) emit("least-attenuated", r + 1, ids[n - 1 - r]);
+        }
+      }
+    }
+    report("telemetry (" + std::to_string(options.batches) + " batches)");
+  }
+
+  if (overrides_on) {
+    std::vector<double> trained(doses.size(), kNaN);
+    for (size_t d = 0; d < doses.size(); ++d) {
+      const double dose = doses[d];
+      for (const auto& [how, name] : overrides()) {
+        std::unique_ptr<Corruptor> corruptor;
+        if (dose > 0)
+          corruptor = std::make_unique<Corruptor>(
+              CorruptionSpec{options.junk, options.cutoff, dose, options.seed, extra},
+              options.junk == JunkType::own_direction ? directions : std::vector<torch::Tensor>{});
+        double total = 0;
+        for (int64_t k = 0; k < options.batches; ++k) {
+          AttentionHooks base;
+          base.gate_override = how;
+          // The shuffle's permutations: keyed by (seed, batch) here and the layer in attend().
+          base.override_seed = static_cast<int64_t>(static_cast<uint64_t>(options.seed) * 1000003u + static_cast<uint64_t>(k));
+          if (corruptor) {
+            corruptor->set_batch(k);
+            model.set_hooks(corruptor->hooks(base));
+          } else {
+            model.set_hooks(base.active() ? std::make_shared<AttentionHooks>(base) : nullptr);
+          }
+          total += model.loss(batches[k].inputs, batches[k].targets).item<double>();
+        }
+        model.set_hooks(nullptr);
+        const double loss = total / static_cast<double>(options.batches);
+        if (how == GateOverride::none) trained[d] = loss;
+        for (const char* statistic : {"loss", "loss_increase"}) {
+          ProbeRow row{Probe::overrides, statistic};
+          row.override_name = name;
+          if (dose > 0) {
+            row.junk = to_string(options.junk);
+            row.cutoff = to_string(options.cutoff);
+          }
+          row.dose = dose;
+          row.value = std::string(statistic) == "loss" ? loss : loss - trained[d];
+          result.rows.push_back(row);
+        }
+        std::ostringstream line;
+        line << "overrides " << name << " dose " << dose << ": loss " << std::fixed << std::setprecision(4) << loss;
+        report(line.str());
+      }
+    }
+  }
+  return result;
+}
+
+ResultTable probe_table() {
+  ResultTable table;
+  for (const char* key : {"tier", "arm"}) table.add_column(key, Role::key, ColumnType::string);
+  table.add_column("seed", Role::key, ColumnType::int64);
+  for (const char* key : {"probe", "statistic", "override", "junk", "cutoff"})
+    table.add_column(key, Role::key, ColumnType::string);
+  table.add_column("dose", Role::key, ColumnType::float64);
+  for (const char* key : {"layer", "head", "end"}) table.add_column(key, Role::key, ColumnType::string);
+  for (const char* key : {"rank", "token"}) table.add_column(key, Role::key, ColumnType::int64);
+  table.add_column("text", Role::key, ColumnType::string);
+  table.add_column("value", Role::value, ColumnType::float64);
+  table.add_column("context", Role::value, ColumnType::int64).units = "tokens";
+  table.add_column("eval_seed", Role::value, ColumnType::int64);
+  return table;
+}
+
+void append_probe_rows(ResultTable& table, const RunConfig& config, const ProbeResult& result) {
+  for (const auto& r : result.rows)
+    table.append_row({config.tier, config.model.arm.name(), config.seed, to_string(r.probe), r.statistic,
+                      r.override_name, r.junk, r.cutoff, r.dose, r.layer, r.head, r.end, r.rank, r.token, r.text,
+                      r.value, result.context, result.eval_seed});
+}
+
+}  // namespace sg

@@ -1,0 +1,179 @@
+// probe.h — what trained gates and sinks do (paper Sections 4.3–4.4, App. C "Gate-override
+// probes", App. G; Table 8, Figures 1b, 1c, 5), for one trained model at a time.
+//
+// Every probe runs on the fixed validation batches of sg-inject (evaluation_batches,
+// injection.h: the same --eval-seed, --batches, --batch-size and --context), so every arm and
+// seed is measured on the same tokens. Positions are text positions; the sink-token arm's extra
+// position is neither a query row nor a read below, and its mass is the arm's zero option.
+// "Queries" are the rows i >= S (S = sink_positions, default 1): the queries that can see a key
+// other than the first, as in sg-survey (survey.h, whose accumulator the sinks probe reuses).
+//
+//   overrides    (Table 8; value-slot gate arms) the mean validation loss with the trained gate
+//                and with each GateOverride of attention.h (row mean, shuffle within row, reopen),
+//                clean (ε = 0) and under junk (default structured, 25th-percentile cutoff,
+//                ε = 0.2: the primary condition of Section 6). The shuffle is seeded by (seed,
+//                batch, layer), never by the arm. Statistics loss and loss_increase (over the
+//                trained gate at the same ε).
+//   sinks        (Section 4.4, Figure 5; every arm) per head: position0_mass = mean over queries of
+//                a_i0; phantom_mass (off-by-one, sink logit) or sink_token_mass (sink token) =
+//                mean over queries of the zero option's weight; sink_mass = their sum plus the mass
+//                on the other sink positions; r0_ratio = mean over sequences of |v_0| / mean of
+//                |v_j| over the reads j >= S of every sequence — sg-survey's r0 ratio with S = 1
+//                (a mean, not a median, of the ordinary reads: the same definition in both tools).
+//   selectivity  (App. G, Figure 1c; arms with a gate) per query row i over its text keys j <= i:
+//                mu_i = sum_j a_ij g_j / sum_j a_ij and sigma_i = the same-weighted standard
+//                deviation of g_j (the phantom has no gate and is left out of both). Per head:
+//                within_row_spread = mean_i sigma_i, between_row_spread = the standard deviation
+//                of mu_i over rows, mean_gate = mean_i mu_i, and (zero-option arms) phantom_mass as
+//                in sinks (Figure 1b).
+//   gate-tokens  (App. G "What the filter removes"; arms with a gate) per token id: the mean over
+//                its occurrences as a read of g_j averaged over heads (per layer) and over heads
+//                and layers (layer all); tokens with at least min_count occurrences, the `top`
+//                most attenuated (lowest mean gate) and least attenuated, with their counts.
+//   kurtosis     (App. G "Basis-alignment control"; every arm) the excess kurtosis m4/m2² − 3 of
+//                each coordinate of a head's reads (before any gate) over the tokens of the
+//                batches, averaged over coordinates (per head), heads (per layer) and layers.
+// Per-head statistics are averaged over heads for a layer and over all heads for the model
+// (layer "all"); the r0 ratio takes the median over heads instead, as sg-survey's summary does.
+//
+// Memory: the telemetry probes reduce each layer's (B, H, T, T) attention as soon as the layer
+// has computed it (TelemetryCallback), so one layer's weights are alive at a time.
+//
+// Not here: reading run files, the vocabulary and the command line (cmd/sg-probe.cpp).
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/instruments/corruption.h"
+#include "lib/io/results.h"
+#include "lib/model/config.h"
+#include "lib/model/model.h"
+#include "lib/text/token_file.h"
+#include "lib/text/tokenizer.h"
+
+namespace sg {
+
+enum class Probe { overrides, sinks, selectivity, gate_tokens, kurtosis };
+
+/// "overrides", "sinks", "selectivity", "gate-tokens", "kurtosis".
+std::string to_string(Probe probe);
+/// Every probe, in the order above.
+const std::vector<Probe>& all_probes();
+/// A comma list of probe names, or "all"; UsageError naming the item (with a did-you-mean) for an
+/// unknown or repeated name, or an empty list.
+std::vector<Probe> parse_probes(const std::string& list);
+/// Whether a probe measures something in an arm: overrides need a value-slot gate, selectivity
+/// and gate-tokens any gate; sinks and kurtosis apply to every arm.
+bool probe_applies(Probe probe, const Arm& arm);
+
+struct ProbeOptions {
+  std::vector<Probe> probes = all_probes();
+  int64_t batches = 8;
+  int64_t batch_size = 8;
+  int64_t context = 0;     // 0: min(512, the model's context), as sg-inject
+  int64_t eval_seed = -1;  // -1: the run's eval_seed
+  int64_t seed = 0;        // the shuffle's permutations and the junk's random choices
+  // The corrupted column of Table 8.
+  JunkType junk = JunkType::structured;
+  Cutoff cutoff = Cutoff::q25;
+  double dose = 0.2;
+  int64_t sink_positions = 1;  // S
+  int64_t min_count = 20;      // gate-tokens: occurrences a token needs to be listed
+  int64_t top = 10;            // gate-tokens: tokens listed at each end (0: every qualifying token)
+  /// Decodes the gate-tokens' ids (text column); null leaves the text empty.
+  const Tokenizer* vocabulary = nullptr;
+  torch::Device device = torch::kCPU;
+  std::function<void(const std::string&)> progress;
+};
+
+/// One measured value (a row of the result table; "all" / "none" / -1 where a key does not apply).
+struct ProbeRow {
+  Probe probe;
+  std::string statistic;
+  std::string override_name = "none", junk = "none", cutoff = "none";
+  double dose = 0;
+  std::string layer = "all", head = "all";
+  std::string end = "none";  // gate-tokens: most-attenuated, least-attenuated, or all (--top 0)
+  int64_t rank = -1, token = -1;
+  std::string text;
+  double value = 0;
+};
+
+struct ProbeResult {
+  int64_t context = 0;
+  int64_t eval_seed = 0;
+  std::vector<ProbeRow> rows;
+  std::vector<Probe> skipped;  // asked for, but not applicable to the arm
+};
+
+/// Per-head selectivity of a gate, accumulated one layer's telemetry at a time.
+class SelectivityAccumulator {
+ public:
+  SelectivityAccumulator(int64_t layers, int64_t heads);
+  /// weights (B, H, E+T, E+T) on the real keys, gates (B, H, E+T); E = extra positions before
+  /// the text (1 for a sink token), skipped as rows and keys; rows i < E + S are left out, and so
+  /// are rows with no mass on the text keys.
+  void add(int64_t layer, const torch::Tensor& weights, const torch::Tensor& gates, int64_t extra, int64_t sink_positions);
+  struct Head {
+    double within_row_spread, between_row_spread, mean_gate;
+    int64_t rows;
+  };
+  /// Layer-major, NaN for a head that received no row.
+  std::vector<Head> finish() const;
+
+ private:
+  int64_t heads_;
+  std::vector<torch::Tensor> sums_;  // per layer (4, H) float64: sum sigma, sum mu, sum mu², rows
+};
+
+/// Mean gate per token id, accumulated one layer's telemetry at a time.
+class GateTokenAccumulator {
+ public:
+  GateTokenAccumulator(int64_t layers, int64_t vocab_size);
+  /// gates (B, H, E+T), ids (B, T) the tokens read at the text positions.
+  void add(int64_t layer, const torch::Tensor& gates, const torch::Tensor& ids, int64_t extra);
+  /// Occurrences of each id (as counted at layer 0) (V) int64.
+  torch::Tensor counts() const;
+  /// The mean over occurrences of the head-averaged gate at `layer`, or (layer -1) the mean over
+  /// layers: (V) float64, NaN for ids never seen.
+  torch::Tensor mean_gate(int64_t layer) const;
+
+ private:
+  std::vector<torch::Tensor> sums_;    // per layer (V) float64: sum over occurrences of mean_h g
+  std::vector<torch::Tensor> counts_;  // per layer (V) int64
+};
+
+/// Excess kurtosis of every read coordinate over tokens, accumulated one layer at a time, from
+/// power sums of (x − K) in float64 with K the coordinate's mean over the first batch (so large
+/// means do not cancel the moments away).
+class KurtosisAccumulator {
+ public:
+  explicit KurtosisAccumulator(int64_t layers);
+  /// reads (B, H, E+T, d); the first E positions are skipped.
+  void add(int64_t layer, const torch::Tensor& reads, int64_t extra);
+  /// (H, d) float64 excess kurtosis m4 / m2² − 3 of one layer (NaN where m2 = 0 or nothing seen).
+  torch::Tensor excess(int64_t layer) const;
+
+ private:
+  struct Layer {
+    torch::Tensor shift, s1, s2, s3, s4;  // (H, d) float64
+    int64_t count = 0;
+  };
+  std::vector<Layer> layers_;
+};
+
+/// Runs the probes of options.probes that apply to the arm on `model` (a run's model); the others
+/// are listed in result.skipped. Throws UsageError for bad options (see injection.h's for the
+/// context), InputError when the validation split is too short for the context. The model gets
+/// back its hooks (none), attention path and training mode however the probes leave.
+ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile& tokens, const ProbeOptions& options);
+
+/// The result table of sg-probe (lib/SCHEMA.md, "sg-probe output"), and one model's rows appended.
+ResultTable probe_table();
+void append_probe_rows(ResultTable& table, const RunConfig& config, const ProbeResult& result);
+
+}  // namespace sg

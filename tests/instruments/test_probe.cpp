@@ -1,0 +1,378 @@
+// Tests of lib/instruments/probe (and the gate overrides of lib/model/attention it drives): the
+// overrides on a hand-built row, the trained-gate loss against sg-eval's and sg-inject's losses,
+// sinks on a model built to put every query's mass on position 0 and against telemetry recomputed
+// here in float64, selectivity, token gates and kurtosis against naive float64 computations.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/instruments/injection.h"
+#include "lib/instruments/probe.h"
+#include "lib/model/model.h"
+#include "lib/train/train.h"
+#include "tests/support.h"
+
+namespace {
+
+constexpr int64_t kVocab = 61;
+
+sg::RunConfig small_run(const std::string& arm, int64_t layers = 2) {
+  auto config = sg::make_run_config("tiny", arm, 0);
+  sg::apply_overrides(config, {"n_layer=" + std::to_string(layers), "n_embd=32", "n_head=2", "block_size=16",
+                               "vocab_size=" + std::to_string(kVocab), "micro_batch=4", "final_eval_batches=2"});
+  return config;
+}
+
+/// A model whose attention matters (reads and output projection scaled up), whose gates
+/// discriminate (tau_h near the median read norm, w_h != 0) and whose sink logit is not zero, so
+/// that every override changes the loss.
+sg::GPT small_model(const sg::RunConfig& config, int64_t seed = 42) {
+  auto model = sg::build_model(config.model, seed);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed + 1);
+  for (const auto& item : model->named_parameters()) {
+    const auto& name = item.key();
+    if (name.find("gate_w") != std::string::npos) item.value().normal_(0.0, 3.0);
+    if (name.find("gate_b") != std::string::npos) item.value().fill_(0.0);
+    if (name.find("gate_tau") != std::string::npos) item.value().fill_(0.55);
+    if (name.find("c_attn") != std::string::npos || name.find("attn.c_proj") != std::string::npos) item.value().mul_(5.0);
+    if (name.find("sink_logit") != std::string::npos) item.value().fill_(0.7);
+  }
+  return model;
+}
+
+struct Tokens {
+  sg_test::Scratch scratch;
+  std::string path = scratch / "tokens.h5";
+  Tokens() { sg_test::write_random_tokens(path, kVocab, 3000, 1200); }
+};
+
+sg::ProbeOptions fast(std::vector<sg::Probe> probes) {
+  sg::ProbeOptions options;
+  options.probes = std::move(probes);
+  options.batches = 2;
+  options.batch_size = 4;
+  options.seed = 5;
+  return options;
+}
+
+double value_of(const sg::ProbeResult& result, const std::string& statistic, const std::string& override_name = "none",
+                double dose = 0, const std::string& layer = "all", const std::string& head = "all") {
+  for (const auto& row : result.rows)
+    if (row.statistic == statistic && row.override_name == override_name && row.dose == dose && row.layer == layer &&
+        row.head == head)
+      return row.value;
+  FAIL("no row " + statistic + " " + override_name + " " + layer + " " + head);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("overrides on a hand-built row: row mean, shuffle within the visible keys, reopen") {
+  // One head, four queries over four keys; query i sees keys 0..i.
+  const auto gates = torch::tensor({0.9, 0.2, 0.6, 0.45}, torch::kDouble).view({1, 1, 4});
+  const auto allowed = torch::ones({4, 4}, torch::kBool).tril();
+  auto weights = torch::tensor({1.0, 0.0, 0.0, 0.0, 0.3, 0.7, 0.0, 0.0, 0.1, 0.2, 0.5, 0.0, 0.4, 0.1, 0.1, 0.2},
+                               torch::kDouble).view({1, 1, 4, 4});  // row 3 leaves 0.2 to a phantom
+  const auto mean = sg::overridden_gates(sg::GateOverride::row_mean, gates, weights, allowed, 0);
+  const double g[4] = {0.9, 0.2, 0.6, 0.45};
+  const double w[4][4] = {{1, 0, 0, 0}, {0.3, 0.7, 0, 0}, {0.1, 0.2, 0.5, 0}, {0.4, 0.1, 0.1, 0.2}};
+  for (int i = 0; i < 4; ++i) {
+    double num = 0, den = 0;
+    for (int j = 0; j <= i; ++j) num += w[i][j] * g[j], den += w[i][j];
+    for (int j = 0; j < 4; ++j) CHECK(mean[0][0][i][j].item<double>() == Approx(num / den).epsilon(1e-12));
+  }
+  const auto reopened = sg::overridden_gates(sg::GateOverride::reopen, gates, weights, allowed, 0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) CHECK(reopened[0][0][i][j].item<double>() == (g[j] < 0.5 ? 1.0 : g[j]));
+  bool any_moved = false;
+  for (int64_t seed = 0; seed < 8; ++seed) {
+    const auto shuffled = sg::overridden_gates(sg::GateOverride::shuffle, gates, weights, allowed, seed);
+    for (int i = 0; i < 4; ++i) {
+      std::vector<double> visible, original(g, g + i + 1);
+      for (int j = 0; j <= i; ++j) visible.push_back(shuffled[0][0][i][j].item<double>());
+      any_moved = any_moved || visible != original;
+      std::sort(visible.begin(), visible.end());
+      std::sort(original.begin(), original.end());
+      CHECK(visible == original);  // exactly the visible gates, as a multiset
+    }
+    CHECK((sg::overridden_gates(sg::GateOverride::shuffle, gates, weights, allowed, seed) == shuffled).all().item<bool>());
+  }
+  CHECK(any_moved);
+}
+
+TEST_CASE("the trained-gate loss is sg-eval's loss, and under junk sg-inject's; the overrides change it") {
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  for (const char* arm : {"normgate", "combo2"}) {
+    INFO(arm);
+    const auto config = small_run(arm);
+    auto model = small_model(config);
+    auto options = fast({sg::Probe::overrides});
+    const auto result = sg::probe_model(*model, config, file, options);
+    // sg-eval scores final_eval_batches (2) x batch (4) windows of the same stream (eval_seed, val).
+    const double eval = sg::validation_loss(*model, file, config, 2, torch::kCPU);
+    CHECK(std::abs(value_of(result, "loss", "trained") - eval) < 1e-6);
+    sg::InjectionOptions inject;
+    inject.junk = {sg::JunkType::structured};
+    inject.cutoffs = {sg::Cutoff::q25};
+    inject.doses = {0.2};
+    inject.batches = 2;
+    inject.batch_size = 4;
+    inject.seed = 5;
+    inject.exposure = false;
+    const auto injected = sg::inject(*model, config, file, inject);
+    CHECK(std::abs(value_of(result, "loss", "trained", 0.2) - injected.conditions.at(0).loss) < 1e-6);
+    for (const char* how : {"row-mean", "shuffle", "reopen"}) {
+      INFO(how);
+      CHECK(std::abs(value_of(result, "loss_increase", how)) > 1e-4);
+      CHECK(value_of(result, "loss_increase", how) ==
+            Approx(value_of(result, "loss", how) - value_of(result, "loss", "trained")).margin(1e-12));
+    }
+    CHECK(value_of(result, "loss_increase", "trained") == 0.0);
+    // Seeded: the same options give the same shuffle.
+    const auto again = sg::probe_model(*model, config, file, options);
+    CHECK(value_of(again, "loss", "shuffle", 0.2) == value_of(result, "loss", "shuffle", 0.2));
+    CHECK(model->is_training());  // given back in the mode it came in
+  }
+}
+
+TEST_CASE("probes that do not apply to the arm are skipped; bad options are refused") {
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  const auto config = small_run("baseline");
+  auto model = small_model(config);
+  const auto result = sg::probe_model(*model, config, file, fast({sg::Probe::overrides, sg::Probe::kurtosis}));
+  REQUIRE(result.skipped.size() == 1);
+  CHECK((result.skipped[0] == sg::Probe::overrides));
+  for (const auto& row : result.rows) CHECK((row.probe == sg::Probe::kurtosis));
+  CHECK(!sg::probe_applies(sg::Probe::overrides, sg::parse_arm("renorm")));
+  CHECK(sg::probe_applies(sg::Probe::selectivity, sg::parse_arm("renorm")));
+  CHECK(sg::probe_applies(sg::Probe::overrides, sg::parse_arm("sinktoken+projgate")));
+  auto bad = fast({sg::Probe::sinks});
+  bad.context = 64;
+  CHECK_THROWS_AS(sg::probe_model(*model, config, file, bad), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_probes("sinks,sinkz"), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_probes("sinks,sinks"), sg::UsageError);
+  CHECK(sg::parse_probes("all").size() == 5);
+  CHECK((sg::parse_probes("gate-tokens,sinks") == std::vector<sg::Probe>{sg::Probe::gate_tokens, sg::Probe::sinks}));
+}
+
+TEST_CASE("sinks: a model built to send every query's mass to position 0 gives share 1") {
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  const auto config = small_run("baseline", /*layers=*/1);
+  auto model = sg::build_model(config.model, 1);
+  {
+    // Inputs: wte = 0, wpe[0] = e0, wpe[j >= 1] = e1, so after ln_1 position 0 holds u and every
+    // other position w. q = ones(d) (b.x) and k = ones(d) (c.x) with b.u = b.w = 1, c.u = M,
+    // c.w = 0: logits sqrt(d) M on key 0 and 0 elsewhere.
+    torch::NoGradGuard no_grad;
+    const int64_t c = 32, d = 16;
+    model->wte->weight.zero_();
+    model->wpe->weight.zero_();
+    model->wpe->weight.narrow(1, 1, 1).fill_(1.0);
+    model->wpe->weight[0].zero_();
+    model->wpe->weight[0][0] = 1.0;
+    auto block = model->blocks[0]->as<sg::Block>();
+    const auto u = block->ln_1(model->wpe->weight[0].unsqueeze(0)).squeeze(0).to(torch::kDouble);
+    const auto w = block->ln_1(model->wpe->weight[1].unsqueeze(0)).squeeze(0).to(torch::kDouble);
+    const auto gram = torch::stack({torch::stack({u.dot(u), u.dot(w)}), torch::stack({w.dot(u), w.dot(w)})});
+    const auto basis = torch::stack({u, w});  // (2, C)
+    auto solve = [&](double at_u, double at_w) {
+      const auto coefficients = torch::linalg_solve(gram, torch::tensor({at_u, at_w}, torch::kDouble));
+      return (coefficients.unsqueeze(1) * basis).sum(0);  // (C)
+    };
+    const auto b = solve(1.0, 1.0), k = solve(10.0, 0.0);
+    auto& weight = block->attn->c_attn->weight;  // (3C, C): [Q; K; V]
+    for (int64_t row = 0; row < c; ++row) {
+      weight[row].copy_(b.to(torch::kFloat));
+      weight[c + row].copy_(k.to(torch::kFloat));
+    }
+    (void)d;
+  }
+  const auto result = sg::probe_model(*model, config, file, fast({sg::Probe::sinks}));
+  CHECK(value_of(result, "position0_mass") == Approx(1.0).margin(1e-6));
+  CHECK(value_of(result, "sink_mass") == Approx(1.0).margin(1e-6));
+  for (int64_t h = 0; h < 2; ++h) CHECK(value_of(result, "position0_mass", "none", 0, "0", std::to_string(h)) == Approx(1.0).margin(1e-6));
+}
+
+TEST_CASE("sinks and selectivity against the telemetry recomputed here in float64") {
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  for (const char* arm : {"combo", "sinktoken+normgate", "projgate"}) {
+    INFO(arm);
+    const auto config = small_run(arm);
+    auto model = small_model(config);
+    const auto result = sg::probe_model(*model, config, file, fast({sg::Probe::sinks, sg::Probe::selectivity}));
+    const auto batches = sg::evaluation_batches(file, config.train.eval_seed, 2, 4, 16, torch::kCPU);
+    const int64_t extra = config.model.arm.zero == sg::ZeroOption::sinktoken ? 1 : 0;
+    const bool zero = config.model.arm.zero != sg::ZeroOption::none;
+    // Per (layer, head): sums over queries i >= 1 and sequences, by hand.
+    std::map<std::pair<int64_t, int64_t>, std::vector<double>> sums;  // p0, zero, r0, ordinary, n_seq, n_ord, sigma, mu, mu2, rows
+    std::vector<sg::AttentionTelemetry> telemetry;
+    auto hooks = std::make_shared<sg::AttentionHooks>();
+    hooks->telemetry = sg::store_telemetry(telemetry);
+    model->set_hooks(hooks);
+    torch::NoGradGuard no_grad;
+    for (const auto& batch : batches) {
+      telemetry.clear();
+      model->hidden(batch.inputs);
+      for (int64_t l = 0; l < 2; ++l) {
+        const auto a_t = telemetry[l].weights.to(torch::kDouble).contiguous();
+        const auto g_t = telemetry[l].gates.to(torch::kDouble).contiguous();
+        const auto r_t = telemetry[l].reads.to(torch::kDouble).norm(2, -1).div(4.0).contiguous();  // |v|/sqrt(d), d = 16
+        const auto a = a_t.accessor<double, 4>();
+        const auto g = g_t.accessor<double, 3>();
+        const auto r = r_t.accessor<double, 3>();
+        for (int64_t s = 0; s < 4; ++s)
+          for (int64_t h = 0; h < 2; ++h) {
+            auto& sum = sums[{l, h}];
+            sum.resize(10, 0.0);
+            sum[2] += r[s][h][extra];
+            sum[4] += 1;
+            for (int64_t j = extra + 1; j < extra + 16; ++j) sum[3] += r[s][h][j], sum[5] += 1;
+            for (int64_t i = extra + 1; i < extra + 16; ++i) {
+              sum[0] += a[s][h][i][extra];
+              double real = 0, mu = 0, var = 0;
+              for (int64_t j = extra; j <= i; ++j) real += a[s][h][i][j];
+              if (zero) sum[1] += 1.0 - real;
+              for (int64_t j = extra; j <= i; ++j) mu += a[s][h][i][j] * g[s][h][j] / real;
+              for (int64_t j = extra; j <= i; ++j) var += a[s][h][i][j] * std::pow(g[s][h][j] - mu, 2) / real;
+              sum[6] += std::sqrt(var), sum[7] += mu, sum[8] += mu * mu, sum[9] += 1;
+            }
+          }
+      }
+    }
+    model->set_hooks(nullptr);
+    std::vector<double> p0, zero_mass, within, between, mean;
+    for (const auto& [key, sum] : sums) {
+      const auto layer = std::to_string(key.first), head = std::to_string(key.second);
+      const double rows = sum[9];
+      CHECK(value_of(result, "position0_mass", "none", 0, layer, head) == Approx(sum[0] / rows).epsilon(1e-6));
+      CHECK(value_of(result, "r0_ratio", "none", 0, layer, head) ==
+            Approx((sum[2] / sum[4]) / (sum[3] / sum[5])).epsilon(1e-6));
+      CHECK(value_of(result, "within_row_spread", "none", 0, layer, head) == Approx(sum[6] / rows).epsilon(1e-6));
+      CHECK(value_of(result, "mean_gate", "none", 0, layer, head) == Approx(sum[7] / rows).epsilon(1e-6));
+      const double m = sum[7] / rows;
+      CHECK(value_of(result, "between_row_spread", "none", 0, layer, head) ==
+            Approx(std::sqrt(sum[8] / rows - m * m)).epsilon(1e-5));
+      p0.push_back(sum[0] / rows);
+      within.push_back(sum[6] / rows);
+      if (zero) {
+        const auto name = extra ? "sink_token_mass" : "phantom_mass";
+        CHECK(value_of(result, name, "none", 0, layer, head) == Approx(sum[1] / rows).epsilon(1e-5));
+        zero_mass.push_back(sum[1] / rows);
+      }
+    }
+    auto average = [](const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 0.0) / x.size(); };
+    CHECK(value_of(result, "position0_mass") == Approx(average(p0)).epsilon(1e-6));
+    CHECK(value_of(result, "within_row_spread") == Approx(average(within)).epsilon(1e-6));
+    CHECK(average(within) > 0.01);  // the gates discriminate: the check could fail
+    if (zero) CHECK(value_of(result, extra ? "sink_token_mass" : "phantom_mass") == Approx(average(zero_mass)).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("selectivity: a gate constant within each row has no within-row spread") {
+  // Gates that depend on the sequence only: every row of a sequence sees one gate value.
+  sg::SelectivityAccumulator accumulator(1, 2);
+  torch::manual_seed(3);
+  auto weights = torch::rand({3, 2, 6, 6}, torch::kDouble).tril();
+  const auto gates = torch::tensor({0.2, 0.5, 0.9}, torch::kDouble).view({3, 1, 1}).expand({3, 2, 6});
+  accumulator.add(0, weights, gates, /*extra=*/0, /*sink_positions=*/1);
+  const auto heads = accumulator.finish();
+  REQUIRE(heads.size() == 2);
+  for (const auto& h : heads) {
+    CHECK(h.within_row_spread == Approx(0.0).margin(1e-12));
+    CHECK(h.mean_gate == Approx((0.2 + 0.5 + 0.9) / 3).epsilon(1e-12));
+    // Row means: 5 rows at each of 0.2, 0.5, 0.9 -> the population standard deviation of the three.
+    const double m = (0.2 + 0.5 + 0.9) / 3;
+    CHECK(h.between_row_spread ==
+          Approx(std::sqrt((std::pow(0.2 - m, 2) + std::pow(0.5 - m, 2) + std::pow(0.9 - m, 2)) / 3)).epsilon(1e-12));
+    CHECK(h.rows == 15);
+  }
+  // A hand-computed row: weights (0.5, 0.25, 0.25) over gates (1, 0, 0.5) -> mu 0.625, sd sqrt(0.171875).
+  sg::SelectivityAccumulator one(1, 1);
+  auto w = torch::zeros({1, 1, 3, 3}, torch::kDouble);
+  w[0][0][2] = torch::tensor({0.5, 0.25, 0.25}, torch::kDouble);
+  w[0][0][1] = torch::tensor({0.5, 0.5, 0.0}, torch::kDouble);
+  const auto g = torch::tensor({1.0, 0.0, 0.5}, torch::kDouble).view({1, 1, 3});
+  one.add(0, w, g, 0, 2);  // S = 2: row 2 only
+  const auto head = one.finish().at(0);
+  CHECK(head.rows == 1);
+  CHECK(head.mean_gate == Approx(0.625).epsilon(1e-12));
+  CHECK(head.within_row_spread == Approx(std::sqrt(0.5 * 0.375 * 0.375 + 0.25 * 0.625 * 0.625 + 0.25 * 0.125 * 0.125)).epsilon(1e-12));
+  CHECK(head.between_row_spread == Approx(0.0).margin(1e-12));
+}
+
+TEST_CASE("gate tokens: a gate that is a known function of the token gives the known means and order") {
+  const int64_t vocab = 7, layers = 2;
+  sg::GateTokenAccumulator accumulator(layers, vocab);
+  std::mt19937 rng(11);
+  std::map<int64_t, int64_t> counts;
+  for (int pass = 0; pass < 3; ++pass) {
+    auto ids = torch::empty({2, 9}, torch::kInt64);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t t = 0; t < 9; ++t) {
+        const int64_t id = static_cast<int64_t>(rng() % 6);  // id 6 never occurs
+        ids[b][t] = id;
+        ++counts[id];
+      }
+    for (int64_t l = 0; l < layers; ++l) {
+      // g = id / 10 + 0.01 * head + 0.1 * layer, with one extra (sink-token) position first.
+      auto gates = torch::empty({2, 3, 10}, torch::kDouble);
+      gates.narrow(2, 0, 1).fill_(0.99);
+      for (int64_t h = 0; h < 3; ++h)
+        gates.select(1, h).narrow(1, 1, 9).copy_(ids.to(torch::kDouble) / 10 + 0.01 * h + 0.1 * l);
+      accumulator.add(l, gates, ids, /*extra=*/1);
+    }
+  }
+  const auto n = accumulator.counts();
+  for (int64_t id = 0; id < vocab; ++id) CHECK(n[id].item<int64_t>() == counts[id]);
+  const auto all = accumulator.mean_gate(-1), first = accumulator.mean_gate(0);
+  for (int64_t id = 0; id < 6; ++id) {
+    if (counts[id] == 0) continue;
+    CHECK(first[id].item<double>() == Approx(id / 10.0 + 0.01).epsilon(1e-12));
+    CHECK(all[id].item<double>() == Approx(id / 10.0 + 0.01 + 0.05).epsilon(1e-12));
+  }
+  CHECK(std::isnan(all[6].item<double>()));
+}
+
+TEST_CASE("kurtosis against a float64 computation here, and near zero on Gaussian coordinates") {
+  torch::manual_seed(17);
+  // Coordinate 0: exponential (excess kurtosis 6) with a large mean; coordinate 1: Gaussian.
+  const int64_t n = 40000;
+  auto x = torch::empty({n, 2, 1, 2}, torch::kDouble);  // (B, H, T, d) with T = 1
+  x.select(3, 0).copy_(torch::empty({n, 2, 1}, torch::kDouble).exponential_() + 1000.0);
+  x.select(3, 1).copy_(torch::randn({n, 2, 1}, torch::kDouble));
+  sg::KurtosisAccumulator accumulator(1);
+  for (int64_t part = 0; part < 4; ++part) accumulator.add(0, x.narrow(0, part * n / 4, n / 4), 0);
+  const auto excess = accumulator.excess(0);  // (H, d)
+  const auto xs = x.accessor<double, 4>();
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t c = 0; c < 2; ++c) {
+      double mean = 0;
+      for (int64_t i = 0; i < n; ++i) mean += xs[i][h][0][c];
+      mean /= n;
+      double m2 = 0, m4 = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double y = xs[i][h][0][c] - mean;
+        m2 += y * y, m4 += y * y * y * y;
+      }
+      m2 /= n, m4 /= n;
+      CHECK(excess[h][c].item<double>() == Approx(m4 / (m2 * m2) - 3).epsilon(1e-9));
+    }
+  CHECK(std::abs(excess[0][1].item<double>()) < 0.1);
+  CHECK(excess[0][0].item<double>() > 5.0);
+}
