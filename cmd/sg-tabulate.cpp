@@ -39,7 +39,7 @@ struct Options {
   bool row_mean = false;
   std::string missing;
   std::string row_order, col_order;  // comma-separated values of the last --rows / --cols key
-  std::vector<std::string> order, labels, headers, section_labels, plain, where;
+  std::vector<std::string> order, labels, headers, section_labels, plain, whole, where;
   std::string keys;
   std::string source_key;
 };
@@ -72,6 +72,7 @@ sg::TabulateOptions tabulate_options(const Options& o) {
   for (const auto& spec : o.headers) t.headers.push_back(sg::split_assignment(spec, "--header"));
   for (const auto& spec : o.section_labels) t.section_labels.push_back(sg::split_assignment(spec, "--section-label"));
   for (const auto& spec : o.plain) t.plain.push_back(sg::split_assignment(spec, "--plain"));
+  for (const auto& spec : o.whole) t.whole.push_back(sg::split_assignment(spec, "--whole"));
   return t;
 }
 
@@ -117,6 +118,8 @@ int main(int argc, char** argv) {
   parser.option("--decimals", options.decimals, "decimals in Markdown and LaTeX");
   parser.flag("--signed", options.signed_numbers, "print '+' before positive cells");
   parser.option("--plain", options.plain, "rows with COLUMN=VALUE print bare values: no sign, no ± (repeatable)");
+  parser.option("--whole", options.whole,
+                "rows with COLUMN=VALUE are counts: bare, whole numbers without decimals (repeatable)");
   parser.flag("--row-mean", options.row_mean, "add a column with the mean of each printed row's cells");
   parser.option("--missing", options.missing, "text of an empty cell (default: – in Markdown, -- in LaTeX, NaN in TSV)");
   parser.option("--row-order", options.row_order, "order of the values of the last --rows key, comma-separated");

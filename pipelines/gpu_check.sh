@@ -69,6 +69,9 @@ step "$BIN/sg-train" --tier 124M --arm combo2 --device cuda --tokens "$TOKENS" -
   --set iterations=2 --set warmup=1 --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --log-level quiet
 step "$BIN/sg-inject" --tokens "$TOKENS" "$OUT/inject-run.h5" --device cuda \
   --junk structured,same-context,gaussian,random-direction,own-direction -o "$OUT/inject.h5" --force
+# Every probe on the same model (Table 8's overrides clean and at 0.2, sinks, selectivity, gate
+# tokens, kurtosis): 8 batches of 8 x 512 tokens, the explicit attention matrix one layer at a time.
+step "$BIN/sg-probe" --tokens "$TOKENS" "$OUT/inject-run.h5" --device cuda -o "$OUT/probe.h5" --force
 rm -f "$OUT/inject-run.h5"
 
 # Resume on the GPU: a run stopped at step 40 and resumed must end where an uninterrupted run

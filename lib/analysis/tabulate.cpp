@@ -108,7 +108,8 @@ class Style {
   }
 
   /// A number for a cell: fixed decimals in Markdown/LaTeX, exact in CSV/TSV.
-  std::string number(const Column& column, size_t row, bool sign) const {
+  /// whole: a whole number prints without decimals (a count in a float column).
+  std::string number(const Column& column, size_t row, bool sign, bool whole = false) const {
     if (column.missing(row)) return missing_;
     if (column.type == ColumnType::int64) {
       const auto v = column.integers[row];
@@ -116,6 +117,7 @@ class Style {
     }
     const double v = column.reals[row];
     if (!is_text_format(options_.format)) return format_exact(v);
+    if (whole && std::abs(v) < 1e15 && v == std::floor(v)) return std::to_string(static_cast<int64_t>(v));
     return (sign && v > 0 ? "+" : "") + fixed(v, options_.decimals);
   }
 
@@ -229,8 +231,8 @@ Pivot make_pivot(const ResultTable& table, const TabulateOptions& options, const
   return pivot;
 }
 
-bool is_plain(const ResultTable& table, const TabulateOptions& options, size_t row) {
-  for (const auto& [column, value] : options.plain)
+bool matches(const ResultTable& table, const std::vector<std::pair<std::string, std::string>>& specs, size_t row) {
+  for (const auto& [column, value] : specs)
     if (table.has(column) && table.column(column).text(row) == value) return true;
   return false;
 }
@@ -345,8 +347,9 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
   auto escape = [latex](const std::string& text) { return latex ? escape_latex(text) : escape_markdown(text); };
   auto cell_text = [&](size_t r) {
     if (r == std::string::npos || cell.missing(r)) return escape(style.missing());
-    const bool plain = is_plain(table, options, r);
-    std::string text = style.number(cell, r, options.signed_numbers && !plain);
+    const bool whole = matches(table, options.whole, r);
+    const bool plain = whole || matches(table, options.plain, r);
+    std::string text = style.number(cell, r, options.signed_numbers && !plain, whole);
     const bool with_se = se && !plain && !se->missing(r);
     if (latex) return "$" + text + (with_se ? "\\pm " + style.number(*se, r, false) : "") + "$";
     return text + (with_se ? " \u00b1 " + style.number(*se, r, false) : "");

@@ -40,6 +40,7 @@ struct TabulateOptions {
   int decimals = 4;                   // Markdown and LaTeX; CSV and TSV keep full precision
   bool signed_numbers = false;        // "+" before positive cells
   std::vector<std::pair<std::string, std::string>> plain;  // rows with column=value: no sign, no ±
+  std::vector<std::pair<std::string, std::string>> whole;  // rows with column=value are counts: plain, no decimals
   std::string missing;                // text of a missing cell ("": – in Markdown, -- in LaTeX,
                                       // empty in CSV, NaN in TSV)
   // Order and names (Markdown and LaTeX show labels and headers; CSV and TSV the raw names).

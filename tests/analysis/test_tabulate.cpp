@@ -60,6 +60,29 @@ TEST_CASE("a pivot renders as the expected Markdown") {
   CHECK(sg::render(improvements(), o) == bare);
 }
 
+TEST_CASE("whole rows print counts without decimals, other rows keep theirs") {
+  sg::ResultTable t;
+  t.add_column("token", Role::key, ColumnType::string);
+  t.add_column("statistic", Role::key, ColumnType::string);
+  t.add_column("value", Role::value, ColumnType::float64);
+  t.append_row({"the", "mean_gate", 0.5});
+  t.append_row({"the", "occurrences", 39.0});
+  t.append_row({"a", "mean_gate", 2.0});
+  t.append_row({"a", "occurrences", 2.5});  // not whole: printed with its decimals
+  sg::TabulateOptions o;
+  o.rows = {"token"};
+  o.cols = {"statistic"};
+  o.cell = "value";
+  o.decimals = 2;
+  o.signed_numbers = true;
+  o.whole = {{"statistic", "occurrences"}};
+  CHECK(sg::render(t, o) ==
+        "| token | mean_gate | occurrences |\n"
+        "| :--- | ---: | ---: |\n"
+        "| the | +0.50 | 39 |\n"
+        "| a | +2.00 | 2.50 |\n");
+}
+
 TEST_CASE("sections, plain rows, several row keys and a row mean, in Markdown and LaTeX") {
   sg::ResultTable t;
   t.add_column("statistic", Role::key, ColumnType::string);

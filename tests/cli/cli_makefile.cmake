@@ -18,16 +18,24 @@ add_test(NAME "make: the paper profile's dry run lists the injection battery of 
 set_tests_properties("make: the paper profile's dry run lists the injection battery of Tables 6, 7, 9 and Figure 2" PROPERTIES
   PASS_REGULAR_EXPRESSION "sg-inject --tokens [^ ]*tokens.h5 [^ ]*runs/10M/baseline/0.h5 --junk structured,gaussian .*runs/124M/sinklogit/0.h5 --junk structured,same-context,gaussian,random-direction [^a-z,].*sg-inject --tokens [^ ]*tokens.h5 [^ ]*runs/124M/projgate/0.h5 --junk structured,same-context,gaussian,random-direction,own-direction .*runs/350M/combo2/0.h5 --junk structured .*--context 1024.*gnuplot")
 
-add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2, 5, 6 and 9"
+add_test(NAME "make: the paper profile's dry run lists the probes of Table 8, Figures 1, 5 and App. G"
+         COMMAND ${SG_MAKE} -n PROFILE=paper OUT=${SG_MAKE_WORK}/dry-paper TOKENS=${SG_MAKE_WORK}/dry-paper/tokens.h5
+                 table8 sinks fig1 fig5 gate-tokens kurtosis)
+set_tests_properties("make: the paper profile's dry run lists the probes of Table 8, Figures 1, 5 and App. G" PROPERTIES
+  PASS_REGULAR_EXPRESSION "sg-probe --tokens [^ ]*tokens.h5 [^ ]*runs/124M/normgate/0.h5 --probe all .*sg-probe --tokens [^ ]*tokens.h5 [^ ]*runs/124M/baseline/0.h5 --probe sinks,kurtosis .*runs/350M/combo/0.h5 --probe all[^\n]*\n[^\n]*--context 1024.*gnuplot")
+
+add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis and Figures 1, 5"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/run'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny OUT=${SG_MAKE_WORK}/run \
 TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS='baseline sinklogit projgate combo2' SEEDS='0 1' THREADS=1 \
 TRAIN_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=4 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet' \
-INJECT_FLAGS='--batches 2 --log-level quiet' \
-table1 table2 table5 table6 table9 >/dev/null; cat ${SG_MAKE_WORK}/run/table1.md ${SG_MAKE_WORK}/run/table2.md ${SG_MAKE_WORK}/run/table5.md \
-${SG_MAKE_WORK}/run/table6.md ${SG_MAKE_WORK}/run/table9.md")
-set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6 and 9" PROPERTIES
+INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet' \
+table1 table2 table5 table6 table9 table8 sinks gate-tokens kurtosis fig1 fig5 >/dev/null; \
+cat ${SG_MAKE_WORK}/run/table1.md ${SG_MAKE_WORK}/run/table2.md ${SG_MAKE_WORK}/run/table5.md \
+${SG_MAKE_WORK}/run/table6.md ${SG_MAKE_WORK}/run/table9.md ${SG_MAKE_WORK}/run/table8.md ${SG_MAKE_WORK}/run/sinks.md \
+${SG_MAKE_WORK}/run/kurtosis.md; for f in fig1 fig5; do head -c 4 ${SG_MAKE_WORK}/run/$f.png | od -An -c | tr -d ' \\n'; echo \" $f\"; done")
+set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis and Figures 1, 5" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
-  PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|")
+  PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|.*\\| Arm \\| Gate override \\| ε = 0 \\| ε = 0\\.2 \\|.*\\| projection gate \\| trained gate \\| [0-9.]+ \\| [0-9.]+ \\|.*\\|  \\| suppressed reads reopened \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\|.*\\| sink logit \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\|.*\\| Arm \\| tiny \\|.*\\| combo2 \\| [-+][0-9]\\.[0-9]+ \\|.*PNG fig1\n.*PNG fig5")
 
 add_test(NAME "make: Table 2 without the arms of a decomposition says so instead of failing"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/two-arms'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny \
