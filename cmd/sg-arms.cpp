@@ -9,7 +9,7 @@
 // Examples:
 //   sg-arms --tier 124M
 //   sg-arms --tier tiny --check
-//   sg-arms --tier 10M --arm sinktoken+projgate --arm combo2
+//   sg-arms --tier 10M --arms sinktoken+projgate,combo2
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -17,6 +17,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/io/results.h"
 #include "lib/model/arm.h"
 #include "lib/model/config.h"
 #include "lib/model/model.h"
@@ -26,7 +27,7 @@ namespace {
 
 struct Options {
   sg::cli::CommonOptions common;
-  std::string tier = "tiny";
+  std::string tier = "small";  // sg-train's default tier
   std::vector<std::string> arms;  // empty: the paper's nine
   std::vector<std::string> overrides;
   bool check = false;
@@ -76,15 +77,23 @@ void run(const Options& options) {
   sg::log::set_level(options.common.log_level);
   sg::set_threads(options.common.threads);
   const auto device = sg::parse_device(options.common.device);
-  const auto arms = options.arms.empty() ? sg::paper_arm_names() : options.arms;
-  std::cout << "arm\tzero\tfilter\tparams_per_layer\tparams_total";
-  if (options.check) std::cout << "\tloss\tfused_max_diff\tfused_grad_max_diff\tcache_max_diff\tstatus";
-  std::cout << "\n";
-  bool all_ok = true;
+  std::vector<std::string> arms;
+  for (const auto& item : options.arms)
+    for (const auto& name : sg::split_list(item)) arms.push_back(name);
+  if (arms.empty()) arms = sg::paper_arm_names();
+  // Every configuration first, so that a bad tier, arm or field fails before any output.
+  std::vector<sg::RunConfig> configs;
   for (const auto& name : arms) {
     auto config = sg::make_run_config(options.tier, name, options.common.seed);
     if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
     sg::apply_overrides(config, options.overrides);
+    configs.push_back(config);
+  }
+  std::cout << "arm\tzero\tfilter\tparams_per_layer\tparams_total";
+  if (options.check) std::cout << "\tloss\tfused_max_diff\tfused_grad_max_diff\tcache_max_diff\tstatus";
+  std::cout << "\n";
+  bool all_ok = true;
+  for (const auto& config : configs) {
     const auto& m = config.model;
     auto model = sg::build_model(m, config.seed);
     std::cout << m.arm.name() << "\t" << sg::to_string(m.arm.zero) << "\t" << sg::to_string(m.arm.filter) << "\t"
@@ -113,7 +122,8 @@ int main(int argc, char** argv) {
   parser.common(options.common, sg::cli::kSeed | sg::cli::kDevice | sg::cli::kThreads | sg::cli::kLogLevel |
                                     sg::cli::kConfig);
   parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
-  parser.option("--arm", options.arms, "arm name or ZERO+FILTER, repeatable (default: the nine of Table 4)");
+  parser.option("--arms,--arm", options.arms,
+                "arms, comma-separated or repeated: names or ZERO+FILTER (default: the nine of Table 4)");
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");
   parser.option("--check-length", options.check_length, "sequence length of the self-check");

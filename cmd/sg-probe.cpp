@@ -26,6 +26,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/instruments/injection.h"
 #include "lib/instruments/probe.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
@@ -78,24 +79,37 @@ void run(const Options& options, const std::string& command_line) {
   probe.seed = options.common.seed;
   probe.device = sg::parse_device(options.common.device);
   const auto tokens = sg::TokenFile::open(options.tokens);
-  std::unique_ptr<sg::Tokenizer> vocabulary;
-  if (std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::gate_tokens) != probe.probes.end()) {
-    vocabulary = std::make_unique<sg::Tokenizer>(load_vocabulary(options.vocab, tokens));
-    probe.vocabulary = vocabulary.get();
-  }
   // Check every input before the first model runs.
   std::vector<sg::RunState> states;
+  bool any_gate_tokens = false;
   for (const auto& path : options.runs) {
     states.push_back(sg::read_run_state(path));
     const auto& config = states.back().config;
+    const auto& arm = config.model.arm;
     sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
+    sg::InjectionOptions context;
+    context.context = probe.context;
+    sg::injection_context(context, config.model);  // throws for a context the model does not have
     bool any = false;
-    for (auto p : probe.probes) any = any || sg::probe_applies(p, config.model.arm);
+    for (auto p : probe.probes) any = any || sg::probe_applies(p, arm);
     if (!any && options.runs.size() == 1)
-      throw sg::UsageError("none of the probes asked for applies to arm " + config.model.arm.name() + " (" + path + ")",
+      throw sg::UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + path + ")",
                            "overrides need a value-slot gate (normgate, projgate, combo, combo2, ZERO+normgate or "
                            "ZERO+projgate); selectivity and gate-tokens need a gate; sinks and kurtosis apply to "
                            "every arm");
+    const bool overrides = std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::overrides) != probe.probes.end();
+    if (overrides && sg::probe_applies(sg::Probe::overrides, arm) && probe.dose > 0 &&
+        probe.junk == sg::JunkType::own_direction && arm.filter != sg::Filter::projgate)
+      throw sg::UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " (" + path +
+                           ") has none");
+    any_gate_tokens = any_gate_tokens || sg::probe_applies(sg::Probe::gate_tokens, arm);
+  }
+  std::unique_ptr<sg::Tokenizer> vocabulary;
+  const bool gate_tokens =
+      std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::gate_tokens) != probe.probes.end();
+  if (gate_tokens && any_gate_tokens) {
+    vocabulary = std::make_unique<sg::Tokenizer>(load_vocabulary(options.vocab, tokens));
+    probe.vocabulary = vocabulary.get();
   }
   auto table = sg::probe_table();
   std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;  // per row

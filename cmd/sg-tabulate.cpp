@@ -16,7 +16,7 @@
 // Examples:
 //   sg-pairdiff runs/*.h5 --ref-mean | sg-tabulate - --rows arm --cols tier --signed --plain statistic=mean
 //   sg-tabulate eval.h5 --rows tier,arm --cols seed --cell val_loss --row-mean --label 'seed:*=seed *'
-//   sg-tabulate t2-norm.h5 t2-proj.h5 --rows gate_arm,tier --cols term --se none --format latex -o table2.tex
+//   sg-tabulate t2-norm.h5 t2-proj.h5 --rows gate_arm,tier --cols term --se none -o table2.tex   # LaTeX, by extension
 #include "lib/analysis/tabulate.h"
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
@@ -30,7 +30,7 @@ namespace {
 struct Options {
   sg::cli::CommonOptions common;
   std::vector<std::string> inputs;  // empty: stdin
-  std::string format = "md";
+  std::string format = "auto";
   std::string rows, cols, sections;  // comma-separated key columns
   std::string cell;
   std::string se = "auto";
@@ -76,9 +76,21 @@ sg::TabulateOptions tabulate_options(const Options& o) {
   return t;
 }
 
+/// The format --format auto means: the output's extension, else Markdown.
+std::string format_for(const std::string& output) {
+  const auto dot = output.rfind('.');
+  const auto slash = output.rfind('/');
+  if (output == "-" || dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "md";
+  const auto extension = output.substr(dot + 1);
+  for (const char* known : {"md", "csv", "tex", "tsv", "h5"})
+    if (extension == known) return extension;
+  return "md";
+}
+
 void run(Options options, const std::string& tool, const std::string& command_line) {
   sg::log::set_level(options.common.log_level);
   if (options.inputs.empty()) options.inputs.push_back("-");
+  if (options.format == "auto") options.format = format_for(options.common.output);
   const bool to_h5 = options.format == "h5";
   const auto settings = to_h5 ? sg::TabulateOptions{} : tabulate_options(options);
   if (to_h5 && (!options.rows.empty() || !options.cols.empty()))
@@ -108,8 +120,10 @@ int main(int argc, char** argv) {
                          "Render result tables as Markdown, CSV, LaTeX or TSV (figure data), optionally pivoted.");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel);
   parser.option("inputs", options.inputs, "result tables: HDF5 or CSV files, '-' for stdin (default: stdin)");
-  parser.option("--format", options.format, "md, csv, latex, tsv, or h5 (a result table: concatenate/filter)");
-  parser.choices({"md", "markdown", "csv", "latex", "tex", "tsv", "h5"});
+  parser.option("--format", options.format,
+                "md, csv, latex, tsv, or h5 (a result table: concatenate/filter); auto: from the extension of -o "
+                "(.md, .csv, .tex, .tsv, .h5), else md");
+  parser.choices({"auto", "md", "markdown", "csv", "latex", "tex", "tsv", "h5"});
   parser.option("--rows", options.rows, "key columns making the printed rows, comma-separated, outermost first");
   parser.option("--cols", options.cols, "key columns making the printed columns, comma-separated");
   parser.option("--sections", options.sections, "key columns whose change starts a titled block");

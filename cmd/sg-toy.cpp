@@ -24,6 +24,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
 #include "lib/instruments/toy.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
@@ -36,7 +37,7 @@ struct Options {
   sg::cli::CommonOptions common;
   std::string conditions = "blind,visible";
   std::string loads = "1,2,4,8";
-  std::string arms = "baseline,offbyone,normgate,renorm,oracle";
+  std::vector<std::string> arms = {"baseline,offbyone,normgate,renorm,oracle"};  // comma lists, repeatable
   std::string seeds = "0,1,2";
   sg::toy::TaskConfig task;
   sg::toy::TrainOptions train;
@@ -61,7 +62,7 @@ std::string describe(const Options& o) {
   std::ostringstream out;
   const auto& t = o.task;
   const auto& r = o.train;
-  out << "conditions=" << o.conditions << " loads=" << o.loads << " arms=" << o.arms << " seeds=" << o.seeds
+  out << "conditions=" << o.conditions << " loads=" << o.loads << " arms=" << sg::join(o.arms, ",") << " seeds=" << o.seeds
       << " dim=" << t.dim << " relevant=" << t.relevant << " length=" << t.length
       << " relevant_rate=" << t.relevant_rate << " tags=" << t.tags << " steps=" << r.steps << " batch=" << r.batch
       << " lr=" << r.lr << " optimizer=adam(0.9,0.999,1e-8) gate_beta=" << r.gate_beta
@@ -90,7 +91,8 @@ void run(Options options, const std::string& tool, const std::string& command_li
   const auto loads = integers(options.loads, "--load");
   const auto seeds = integers(options.seeds, "--seeds");
   std::vector<sg::toy::ToyArm> arms;
-  for (const auto& name : sg::split_list(options.arms)) arms.push_back(sg::toy::parse_toy_arm(name));
+  for (const auto& item : options.arms)
+    for (const auto& name : sg::split_list(item)) arms.push_back(sg::toy::parse_toy_arm(name));
   if (arms.empty()) throw sg::UsageError("--arms is empty");
   for (const auto condition : conditions)
     for (const int64_t load : loads) {
@@ -132,7 +134,8 @@ int main(int argc, char** argv) {
   parser.option("--condition", options.conditions,
                 "blind (keys are random tags) and/or visible (keys are the items), comma-separated");
   parser.option("--load", options.loads, "superposition loads N/d, comma-separated");
-  parser.option("--arms", options.arms, "arms, comma-separated: oracle or an attention arm (not sinktoken)");
+  parser.option("--arms", options.arms,
+                "arms, comma-separated or repeated: oracle or an attention arm (not sinktoken)");
   parser.option("--seeds", options.seeds, "seeds, comma-separated (dictionary, data stream and initialisation)");
   parser.option("--steps", options.train.steps, "training steps");
   parser.option("--batch", options.train.batch, "sequences per step");

@@ -22,7 +22,7 @@ set datafile separator "\t"
 slot(t, i) = i > words(tiers) ? NaN : (word(tiers, i) eq t ? i : slot(t, i + 1))
 at(t) = slot(t, 1)
 n = words(tiers)
-set terminal pngcairo size 1500,460 font "sans,11"
+set terminal pngcairo size 1500,460 font "sans,11" noenhanced
 set output output
 set multiplot layout 1,3
 set xrange [0.5:n + 0.5]

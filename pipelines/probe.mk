@@ -85,9 +85,9 @@ $(OUT)/gate-tokens.md: $(call gated_probe_files,$(GATE_TOKENS_TIER),GATED) $(PRO
 	set -e; { files='$(filter %.h5,$^)'; if [ -n "$$files" ]; then $(BIN)/sg-tabulate $$files --where probe=gate-tokens \
 	    --where layer=all --rows arm,end,rank,text --cols statistic --cell value --decimals 3 --whole statistic=occurrences \
 	    --order end=most-attenuated,least-attenuated --order arm=$(ARM_ORDER) --col-order mean_gate,occurrences \
-	    $(ARM_LABELS) --header arm=Arm --header end=End --header text=Token; \
-	  else echo "No gated arm at $(GATE_TOKENS_TIER)."; fi; echo; cat $(PROBE_PIPELINES)/paper_gate_tokens.md; } > $@.tmp \
-	  && mv $@.tmp $@
+	    $(ARM_LABELS) --header arm=Arm --header end=End --header text=Token || exit 1; \
+	  else echo "No gated arm at $(GATE_TOKENS_TIER)."; fi; echo; cat $(PROBE_PIPELINES)/paper_gate_tokens.md; } > $@.tmp
+	mv $@.tmp $@
 
 # App. G, basis-alignment control: the excess kurtosis of the value coordinates.
 kurtosis: $(OUT)/kurtosis.md
@@ -138,9 +138,9 @@ fig1: $(OUT)/fig1.png
 $(OUT)/fig1-a.tsv: $(OUT)/table1.md
 	$(BIN)/sg-tabulate $(OUT)/table1-baseline.h5 $$(ls $(OUT)/table1-sinklogit.h5 2>/dev/null) --where statistic=paired_diff \
 	  --rows ref,arm,tier --cell mean --format tsv -o $@ --force
-$(OUT)/fig1-b.tsv: $(call probe_files,$(FIG1_TIERS))
-	$(BIN)/sg-tabulate $^ --where probe=sinks --where statistic=phantom_mass --where layer=all --where head=all \
-	  --rows arm,tier --cell value --format tsv -o $@ --force
+$(OUT)/fig1-b.tsv: $(foreach t,$(FIG1_TIERS),$(if $(filter sinklogit,$(call arms_of,$(t))),$(OUT)/probe/$(t)/sinklogit/$(PROBE_SEED).h5))
+	files='$^'; if [ -n "$$files" ]; then $(BIN)/sg-tabulate $$files --where probe=sinks --where statistic=phantom_mass \
+	  --where layer=all --where head=all --rows arm,tier --cell value --format tsv -o $@ --force; else : > $@; fi
 $(OUT)/fig1-c.tsv: $(call gated_probe_files,$(FIG1_TIERS),VALUE_GATED)
 	files='$^'; if [ -n "$$files" ]; then $(BIN)/sg-tabulate $$files --where probe=selectivity \
 	  --where statistic=within_row_spread --where layer=all --where head=all --rows arm,tier --cell value --format tsv \

@@ -5,6 +5,7 @@
 #   make -f pipelines/survey.mk survey-download     # the ten checkpoints and WikiText-2 (internet, ~23 GB)
 #   make -f pipelines/survey.mk table12             # runs/survey/table12.md over the checkpoints present
 #   make -f pipelines/survey.mk table12 DEVICE=cuda
+#   make -f pipelines/survey.mk fig4                # runs/survey/fig4.png: Figure 4 (per model, against size)
 #   make -f pipelines/survey.mk fig4-data           # runs/survey/fig4.tsv: every head's values
 #   make -f pipelines/survey.mk survey-bench        # time a random GPT-2 small (124M) on this machine
 #   make -f Makefile.experiments table12            # the same, into $(OUT)/survey (results/paper/survey)
@@ -45,11 +46,12 @@ SURVEY_LABELS := --label 'statistic:sink_mass=Sink mass' 'statistic:r0_ratio=r0 
     --header 'model=Model' 'params_m=Params (M)' 'layers=Layers' 'heads=Heads'
 
 survey_need_results = $(if $^,,$(error no checkpoint of SURVEY_MODELS is in $(CHECKPOINTS)/: run \
-    'make -f pipelines/survey.mk survey-download' (pipelines/survey-README.md)))
+    'make -f pipelines/survey.mk survey-download' (README.md, "sg-survey": Get the checkpoints and the text)))
 
-.PHONY: table12 fig4-data survey-download survey-bench
+.PHONY: table12 fig4 fig4-data survey-download survey-bench
 table12: $(SURVEY_DIR)/table12.md $(SURVEY_DIR)/table12.tsv
 fig4-data: $(SURVEY_DIR)/fig4.tsv
+fig4: $(SURVEY_DIR)/fig4.png
 
 # One model: every head of every layer on the first 16 × 1,024 tokens of the text.
 $(SURVEY_DIR)/%.h5: $(CHECKPOINTS)/%/config.json $(SURVEY_TEXT)
@@ -75,6 +77,16 @@ $(SURVEY_DIR)/fig4.tsv: $(SURVEY_RESULTS)
 	$(survey_need_results)
 	$(BIN)/sg-tabulate $^ --where scope=head --rows model,params_m,layer,head --cols statistic --cell value \
 	    --se none --order model=$(SURVEY_ORDER) --format tsv -o $@ --force
+
+# Figure 4: sink mass, blind-mass ratio and content share @30 of every model against its size.
+SURVEY_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+$(SURVEY_DIR)/fig4-models.tsv: $(SURVEY_RESULTS)
+	$(survey_need_results)
+	$(BIN)/sg-tabulate $^ --where scope=model statistic=sink_mass,blind_ratio_p30,content_share_p30 \
+	    --rows family,model,params_m --cols statistic --cell value --se none --order model=$(SURVEY_ORDER) \
+	    --col-order sink_mass,blind_ratio_p30,content_share_p30 --format tsv -o $@ --force
+$(SURVEY_DIR)/fig4.png: $(SURVEY_DIR)/fig4-models.tsv $(SURVEY_PIPELINES)/fig4.gp
+	gnuplot -e "data='$<'; output='$@'" $(SURVEY_PIPELINES)/fig4.gp
 
 # Downloads (internet): the safetensors weights, config and tokenizer of each model, and
 # WikiText-2's validation split (the text column of the parquet file, lines joined as stored).

@@ -34,7 +34,10 @@ Parser::Parser(std::string tool, const std::string& description)
 Parser::~Parser() = default;
 
 void Parser::common(CommonOptions& o, unsigned which) {
-  if (which & kOutput) option("-o,--output", o.output, "output file ('-' for stdout where supported)");
+  // An output without a default ('-' for stdout) is required, and --help says so.
+  if (which & kOutput)
+    option("-o,--output", o.output, o.output.empty() ? "output file" : "output file ('-' for stdout)",
+           /*required=*/o.output.empty());
   if (which & kForce) flag("--force", o.force, "overwrite an existing output");
   if (which & kSeed) option("--seed", o.seed, "random seed");
   if (which & kDevice) option("--device", o.device, "cpu, cuda or cuda:N");

@@ -259,6 +259,27 @@ torch::Tensor KurtosisAccumulator::excess(int64_t layer) const {
   return torch::where(m2 > 0, m4 / (m2 * m2) - 3, torch::full_like(m2, kNaN)).cpu();
 }
 
+std::vector<RankedToken> rank_tokens(const torch::Tensor& mean_gate, const torch::Tensor& counts, int64_t min_count,
+                                     int64_t top) {
+  const auto means = mean_gate.to(torch::kCPU, torch::kDouble).contiguous();
+  const auto n = counts.to(torch::kCPU, torch::kInt64).contiguous();
+  const auto* mean = means.data_ptr<double>();
+  const auto* count = n.data_ptr<int64_t>();
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < n.size(0) && id < means.size(0); ++id)
+    if (count[id] >= min_count && std::isfinite(mean[id])) ids.push_back(id);
+  std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return mean[a] < mean[b]; });
+  std::vector<RankedToken> out;
+  const auto listed = static_cast<int64_t>(ids.size());
+  if (top == 0) {
+    for (int64_t r = 0; r < listed; ++r) out.push_back({"all", r + 1, ids[r]});
+    return out;
+  }
+  for (int64_t r = 0; r < std::min(top, listed); ++r) out.push_back({"most-attenuated", r + 1, ids[r]});
+  for (int64_t r = 0; r < std::min(top, listed); ++r) out.push_back({"least-attenuated", r + 1, ids[listed - 1 - r]});
+  return out;
+}
+
 // --- the probes ------------------------------------------------------------------------------
 
 ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile& tokens, const ProbeOptions& options) {
@@ -379,46 +400,34 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
     if (asked(Probe::kurtosis)) {
       std::vector<std::vector<double>> values;
       for (int64_t l = 0; l < layers; ++l) {
-        const auto excess = kurtosis.excess(l);  // (H, d)
-        for (int64_t h = 0; h < heads; ++h) values.push_back({excess[h].nanmean().item<double>()});
+        const auto excess = kurtosis.excess(l);  // (H, d); undefined when the layer saw nothing
+        for (int64_t h = 0; h < heads; ++h)
+          values.push_back({excess.defined() ? excess[h].nanmean().item<double>() : kNaN});
       }
       add_head_rows(result.rows, Probe::kurtosis, layers, heads, {"excess_kurtosis"}, values, {false});
     }
     if (asked(Probe::gate_tokens)) {
       const auto counts = gate_tokens.counts();
-      const auto* count = counts.data_ptr<int64_t>();
       for (int64_t l = -1; l < layers; ++l) {
-        const auto means = gate_tokens.mean_gate(l).contiguous();
-        const auto* mean = means.data_ptr<double>();
-        std::vector<int64_t> ids;
-        for (int64_t id = 0; id < counts.size(0); ++id)
-          if (count[id] >= options.min_count) ids.push_back(id);
-        std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return mean[a] < mean[b]; });
-        auto emit = [&](const std::string& end, int64_t rank, int64_t id) {
+        const auto means = gate_tokens.mean_gate(l);
+        for (const auto& ranked : rank_tokens(means, counts, options.min_count, options.top)) {
           ProbeRow row{Probe::gate_tokens, "mean_gate"};
           if (l >= 0) row.layer = std::to_string(l);
-          row.end = end;
-          row.rank = rank;
-          row.token = id;
+          row.end = ranked.end;
+          row.rank = ranked.rank;
+          row.token = ranked.id;
           if (options.vocabulary) {
             try {
-              row.text = display_text(options.vocabulary->decode({static_cast<int32_t>(id)}));
+              row.text = display_text(options.vocabulary->decode({static_cast<int32_t>(ranked.id)}));
             } catch (const InputError&) {
               row.text = "";
             }
           }
-          row.value = mean[id];
+          row.value = means[ranked.id].item<double>();
           result.rows.push_back(row);
           row.statistic = "occurrences";
-          row.value = static_cast<double>(count[id]);
+          row.value = static_cast<double>(counts[ranked.id].item<int64_t>());
           result.rows.push_back(row);
-        };
-        const auto n = static_cast<int64_t>(ids.size());
-        if (options.top == 0) {
-          for (int64_t r = 0; r < n; ++r) emit("all", r + 1, ids[r]);
-        } else {
-          for (int64_t r = 0; r < std::min(options.top, n); ++r) emit("most-attenuated", r + 1, ids[r]);
-          for (int64_t r = 0; r < std::min(options.top, n); ++r) emit("least-attenuated", r + 1, ids[n - 1 - r]);
         }
       }
     }
@@ -426,6 +435,9 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
   }
 
   if (overrides_on) {
+    // Every override needs the explicit attention matrix; the trained gate is scored on the same
+    // path, so that loss_increase holds no difference between kernels (e.g. under bf16).
+    model.set_backend(AttentionBackend::explicit_math);
     std::vector<double> trained(doses.size(), kNaN);
     for (size_t d = 0; d < doses.size(); ++d) {
       const double dose = doses[d];

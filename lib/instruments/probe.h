@@ -18,14 +18,16 @@
 //                a_i0; phantom_mass (off-by-one, sink logit) or sink_token_mass (sink token) =
 //                mean over queries of the zero option's weight; sink_mass = their sum plus the mass
 //                on the other sink positions; r0_ratio = mean over sequences of |v_0| / mean of
-//                |v_j| over the reads j >= S of every sequence — sg-survey's r0 ratio with S = 1
-//                (a mean, not a median, of the ordinary reads: the same definition in both tools).
+//                |v_j| over the reads j >= S of every sequence — sg-survey's r0 ratio (a mean, not a
+//                median, of the ordinary reads: the same definition and code in both tools).
 //   selectivity  (App. G, Figure 1c; arms with a gate) per query row i over its text keys j <= i:
 //                mu_i = sum_j a_ij g_j / sum_j a_ij and sigma_i = the same-weighted standard
 //                deviation of g_j (the phantom has no gate and is left out of both). Per head:
 //                within_row_spread = mean_i sigma_i, between_row_spread = the standard deviation
 //                of mu_i over rows, mean_gate = mean_i mu_i, and (zero-option arms) phantom_mass as
 //                in sinks (Figure 1b).
+// With S = 1 the sinks probe's statistics are sg-survey's with --sink-positions 1 (sg-survey's own
+// default, S = 4, follows App. F's pretrained survey); give the same S to compare the two tools.
 //   gate-tokens  (App. G "What the filter removes"; arms with a gate) per token id: the mean over
 //                its occurrences as a read of g_j averaged over heads (per layer) and over heads
 //                and layers (layer all); tokens with at least min_count occurrences, the `top`
@@ -33,6 +35,9 @@
 //   kurtosis     (App. G "Basis-alignment control"; every arm) the excess kurtosis m4/m2² − 3 of
 //                each coordinate of a head's reads (before any gate) over the tokens of the
 //                batches, averaged over coordinates (per head), heads (per layer) and layers.
+// The overrides treat every key of a row alike, the sink token's read included (it has a gate in
+// the ZERO+filter arms that combine a sink token with a gate): what is overridden is the gate the
+// model applies, wherever it applies it.
 // Per-head statistics are averaged over heads for a layer and over all heads for the model
 // (layer "all"); the r0 ratio takes the median over heads instead, as sg-survey's summary does.
 //
@@ -46,6 +51,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/instruments/corruption.h"
@@ -92,6 +98,7 @@ struct ProbeOptions {
 
 /// One measured value (a row of the result table; "all" / "none" / -1 where a key does not apply).
 struct ProbeRow {
+  ProbeRow(Probe probe_, std::string statistic_) : probe(probe_), statistic(std::move(statistic_)) {}
   Probe probe;
   std::string statistic;
   std::string override_name = "none", junk = "none", cutoff = "none";
@@ -165,6 +172,17 @@ class KurtosisAccumulator {
   };
   std::vector<Layer> layers_;
 };
+
+/// The gate-token listing of one layer (or of the mean over layers): the ids with at least
+/// min_count occurrences and a finite mean, ordered by mean gate (ties: by id); with top > 0 the
+/// first `top` (most attenuated, rank 1 the lowest) and the last `top` reversed (least attenuated,
+/// rank 1 the highest), with top = 0 every such id once (end "all"). Returns (end, rank, id).
+struct RankedToken {
+  std::string end;
+  int64_t rank, id;
+};
+std::vector<RankedToken> rank_tokens(const torch::Tensor& mean_gate, const torch::Tensor& counts, int64_t min_count,
+                                     int64_t top);
 
 /// Runs the probes of options.probes that apply to the arm on `model` (a run's model); the others
 /// are listed in result.skipped. Throws UsageError for bad options (see injection.h's for the

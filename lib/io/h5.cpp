@@ -278,13 +278,18 @@ std::string resolve_input(const std::string& path) {
   FILE* out = std::fopen(temporary.c_str(), "wb");
   if (!out) throw InputError("cannot copy stdin to " + temporary);
   std::vector<char> buffer(1 << 20);
-  size_t got = 0;
+  size_t got = 0, total = 0;
   bool ok = true;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), stdin)) > 0)
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), stdin)) > 0) {
     ok = ok && std::fwrite(buffer.data(), 1, got, out) == got;
+    total += got;
+  }
   ok = ok && !std::ferror(stdin);
   ok = (std::fclose(out) == 0) && ok;
   if (!ok) throw InputError("cannot copy stdin to " + temporary);
+  if (total == 0)
+    throw InputError("no input: stdin is empty, but '-' asks to read an input from it",
+                     "did the previous command in the pipe fail? Its error is printed above");
   return temporary;
 }
 

@@ -31,7 +31,7 @@ void check_writable(const std::string& path, bool force);
 
 /// The path a reader should open for `path`: itself, or for "-" a temporary copy of stdin, made on
 /// the first call and removed at exit (so "-" can be read, and hashed, more than once).
-/// Throws InputError when stdin is a terminal or cannot be read.
+/// Throws InputError when stdin is a terminal, cannot be read or is empty (an upstream failure).
 std::string resolve_input(const std::string& path);
 
 /// The name of `path` in messages: "stdin" for "-", else the path.

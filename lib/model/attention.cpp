@@ -287,8 +287,8 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     if (!arm.gates_values())
       throw UsageError("gate override needs a value-slot gate (normgate, projgate, combo, combo2); arm is " +
                        arm.name());
-    const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed,
-                                            hooks->override_seed * 1000003 + options.layer);
+    const auto mixed = static_cast<uint64_t>(hooks->override_seed) * 1000003u + static_cast<uint64_t>(options.layer);
+    const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed, static_cast<int64_t>(mixed));
     y = torch::matmul((weights * per_query).to(v.scalar_type()), v);
   } else {
     y = torch::matmul(weights.to(values.scalar_type()), values);

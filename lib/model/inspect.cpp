@@ -239,3 +239,30 @@ std::string describe_tiers(const std::string& name, InfoFormat format) {
 }
 
 }  // namespace sg
+
+namespace sg {
+
+std::string run_curves(const std::vector<std::string>& paths) {
+  std::ostringstream out;
+  out << "# run\ttier\tarm\tseed\tseries\tstep\tvalue\n";
+  for (const auto& path : paths) {
+    const auto state = read_run_state(path);
+    const auto& config = state.config;
+    std::string name = config.tier + "/" + config.model.arm.name() + "/" + std::to_string(config.seed);
+    for (const auto& [key, value] : state.labels) name += "/" + key + "=" + value;
+    const std::string prefix = name + "\t" + config.tier + "\t" + config.model.arm.name() + "\t" +
+                               std::to_string(config.seed) + "\t";
+    const auto& c = state.curves;
+    auto series = [&](const char* what, const std::vector<int64_t>& steps, const std::vector<double>& values) {
+      for (size_t i = 0; i < steps.size() && i < values.size(); ++i)
+        out << prefix << what << "\t" << steps[i] << "\t" << format_exact(values[i]) << "\n";
+    };
+    series("train_loss", c.step, c.train_loss);
+    series("val_loss", c.val_step, c.val_loss);
+    series("lr", c.step, c.lr);
+    series("tokens_per_second", c.step, c.tokens_per_second);
+  }
+  return out.str();
+}
+
+}  // namespace sg

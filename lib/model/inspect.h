@@ -8,6 +8,7 @@
 // Also the tiers' presets (sg-info --tier). Reads files only: no model is built.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace sg {
 
@@ -18,6 +19,12 @@ enum class InfoFormat { text, json };
 /// "provenance": {…}, and an object named after the kind}. Throws InputError naming the file when
 /// it is neither a sinkgate HDF5 file nor a CSV result table.
 std::string describe_file(const std::string& path, InfoFormat format);
+
+/// The training curves of run files as TSV: a header line "# run\ttier\tarm\tseed\tseries\tstep\tvalue",
+/// then one line per point; run is "tier/arm/seed" (with the run's labels appended as /KEY=VALUE),
+/// series is train_loss, val_loss, lr or tokens_per_second (per optimizer step; val_loss at its
+/// evaluation steps). Throws InputError naming a file that is not a run file.
+std::string run_curves(const std::vector<std::string>& paths);
 
 /// A tier's preset, or every preset for "all": its description and every configuration field.
 /// Throws UsageError listing the names for an unknown tier.

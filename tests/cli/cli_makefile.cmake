@@ -24,18 +24,18 @@ add_test(NAME "make: the paper profile's dry run lists the probes of Table 8, Fi
 set_tests_properties("make: the paper profile's dry run lists the probes of Table 8, Figures 1, 5 and App. G" PROPERTIES
   PASS_REGULAR_EXPRESSION "sg-probe --tokens [^ ]*tokens.h5 [^ ]*runs/124M/normgate/0.h5 --probe all .*sg-probe --tokens [^ ]*tokens.h5 [^ ]*runs/124M/baseline/0.h5 --probe sinks,kurtosis .*runs/350M/combo/0.h5 --probe all[^\n]*\n[^\n]*--context 1024.*gnuplot")
 
-add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis and Figures 1, 5"
+add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis, Figures 1, 5 and the curves"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/run'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny OUT=${SG_MAKE_WORK}/run \
 TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS='baseline sinklogit projgate combo2' SEEDS='0 1' THREADS=1 \
 TRAIN_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=4 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet' \
 INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet' \
-table1 table2 table5 table6 table9 table8 sinks gate-tokens kurtosis fig1 fig5 >/dev/null; \
+table1 table2 table5 table6 table9 table8 sinks gate-tokens kurtosis fig1 fig5 curves >/dev/null; \
 cat ${SG_MAKE_WORK}/run/table1.md ${SG_MAKE_WORK}/run/table2.md ${SG_MAKE_WORK}/run/table5.md \
 ${SG_MAKE_WORK}/run/table6.md ${SG_MAKE_WORK}/run/table9.md ${SG_MAKE_WORK}/run/table8.md ${SG_MAKE_WORK}/run/sinks.md \
-${SG_MAKE_WORK}/run/kurtosis.md; for f in fig1 fig5; do head -c 4 ${SG_MAKE_WORK}/run/$f.png | od -An -c | tr -d ' \\n'; echo \" $f\"; done")
-set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis and Figures 1, 5" PROPERTIES
+${SG_MAKE_WORK}/run/kurtosis.md; for f in fig1 fig5 curves; do head -c 4 ${SG_MAKE_WORK}/run/$f.png | od -An -c | tr -d ' \\n'; echo \" $f\"; done")
+set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis, Figures 1, 5 and the curves" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
-  PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|.*\\| Arm \\| Gate override \\| ε = 0 \\| ε = 0\\.2 \\|.*\\| projection gate \\| trained gate \\| [0-9.]+ \\| [0-9.]+ \\|.*\\|  \\| suppressed reads reopened \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\|.*\\| sink logit \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\|.*\\| Arm \\| tiny \\|.*\\| combo2 \\| [-+][0-9]\\.[0-9]+ \\|.*PNG fig1\n.*PNG fig5")
+  PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|.*\\| Arm \\| Gate override \\| ε = 0 \\| ε = 0\\.2 \\|.*\\| projection gate \\| trained gate \\| [0-9.]+ \\| [0-9.]+ \\|.*\\|  \\| suppressed reads reopened \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\|.*\\| sink logit \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\|.*\\| Arm \\| tiny \\|.*\\| combo2 \\| [-+][0-9]\\.[0-9]+ \\|.*PNG fig1\n.*PNG fig5\n.*PNG curves")
 
 add_test(NAME "make: Table 2 without the arms of a decomposition says so instead of failing"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/two-arms'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny \
@@ -44,3 +44,8 @@ TRAIN_FLAGS='--set iterations=2 --set warmup=1 --set eval_interval=2 --set eval_
 table2 >/dev/null; cat ${SG_MAKE_WORK}/two-arms/table2.md")
 set_tests_properties("make: Table 2 without the arms of a decomposition says so instead of failing" PROPERTIES
   FIXTURES_REQUIRED sg_tokens PASS_REGULAR_EXPRESSION "No decomposition: it needs the sink logit, a gate")
+
+add_test(NAME "make: without the token file or its corpus, make says what to run"
+         COMMAND ${CMAKE_COMMAND} -DCMD=make "-DARGS=-C;${CMAKE_SOURCE_DIR};-f;Makefile.experiments;BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};OUT=${SG_MAKE_WORK}/bare;TOKENS=${SG_MAKE_WORK}/bare/none.h5;CORPUS=${SG_MAKE_WORK}/no-corpus;tokens"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=For the quick CPU reproduction on the built-in corpus: make -f Makefile.experiments -j 2 quick"
+                 -P ${SG_EXPECT})

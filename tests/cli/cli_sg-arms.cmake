@@ -10,3 +10,12 @@ add_test(NAME "cli: sg-arms names a bad config file line"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-arms> "-DARGS=--config;${CMAKE_CURRENT_SOURCE_DIR}/fixtures/bad.conf"
                  -DEXPECT_CODE=3 "-DEXPECT_STDERR=bad.conf:2: unknown configuration field 'n_layers'"
                  -P ${SG_EXPECT})
+add_test(NAME "cli: sg-arms takes --arms as a comma list, repeatable"
+         COMMAND sg-arms --tier tiny --arms baseline,sinktoken+projgate --arm combo2)
+set_tests_properties("cli: sg-arms takes --arms as a comma list, repeatable" PROPERTIES
+                     PASS_REGULAR_EXPRESSION "\nbaseline\t[^\n]*\nsinktoken\\+projgate\t[^\n]*\ncombo2\t")
+# A bad tier fails before the header: nothing reaches stdout.
+add_test(NAME "cli: sg-arms prints nothing before the error of an unknown tier"
+         COMMAND sh -c "$<TARGET_FILE:sg-arms> --tier 125M 2>/dev/null; echo \"exit $? bytes\"; $<TARGET_FILE:sg-arms> --tier 125M 2>/dev/null | wc -c")
+set_tests_properties("cli: sg-arms prints nothing before the error of an unknown tier" PROPERTIES
+                     PASS_REGULAR_EXPRESSION "^exit 2 bytes\n0\n$")

@@ -39,3 +39,9 @@ add_test(NAME "cli: sg-info without files or --tier is a usage error"
          COMMAND ${CMAKE_COMMAND} -DCMD=${info} -DEXPECT_CODE=2 "-DEXPECT_STDERR=nothing to describe" -P ${SG_EXPECT})
 add_test(NAME "cli: sg-info names an unknown tier"
          COMMAND ${CMAKE_COMMAND} -DCMD=${info} "-DARGS=--tier;125M" -DEXPECT_CODE=2 "-DEXPECT_STDERR=unknown tier '125M'" -P ${SG_EXPECT})
+
+add_test(NAME "cli: sg-info --curves prints a run's curves as TSV"
+         COMMAND ${info} --curves ${SG_CLI_DATA}/run.h5)
+set_tests_properties("cli: sg-info --curves prints a run's curves as TSV" PROPERTIES
+  FIXTURES_REQUIRED "sg_tokens;sg_run"
+  PASS_REGULAR_EXPRESSION "^# run\ttier\tarm\tseed\tseries\tstep\tvalue\ntiny/combo2/0\ttiny\tcombo2\t0\ttrain_loss\t1\t[0-9.]+\n.*tiny/combo2/0\ttiny\tcombo2\t0\tval_loss\t6\t[0-9.]+\n")

@@ -57,3 +57,12 @@ add_test(NAME "cli: sg-survey refuses a percentile outside (0, 100)"
 set_tests_properties("cli: sg-survey names a text too short for the blocks" "cli: sg-survey refuses blocks longer than the context"
                      "cli: sg-survey refuses --name with several checkpoints" "cli: sg-survey refuses a percentile outside (0, 100)"
                      PROPERTIES FIXTURES_REQUIRED sg_survey_model)
+
+# Figure 4 through pipelines/survey.mk on the random checkpoint: a PNG.
+add_test(NAME "cli: survey.mk draws Figure 4"
+         COMMAND sh -c "set -e; rm -rf ${SG_SURVEY_DATA}/fig4; make -s -C ${CMAKE_SOURCE_DIR} -f pipelines/survey.mk fig4 \
+BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY} CHECKPOINTS=${SG_SURVEY_DATA} SURVEY_MODELS=tiny-gpt2 SURVEY_TEXT=${SG_SURVEY_TEXT} \
+SURVEY_BLOCKS=2 SURVEY_BLOCK_LENGTH=64 'SURVEY_FLAGS=--tokenizer ${SG_GPT2_VOCAB} --threads 1 --log-level quiet' \
+OUT=${SG_SURVEY_DATA}/fig4 2>&1; head -c 4 ${SG_SURVEY_DATA}/fig4/survey/fig4.png | od -An -c | tr -d ' \\n'")
+set_tests_properties("cli: survey.mk draws Figure 4" PROPERTIES FIXTURES_REQUIRED sg_survey_model
+                     PASS_REGULAR_EXPRESSION "PNG")

@@ -49,3 +49,15 @@ sg_tabulate_error("names an unreadable input" 3 "absent.csv: no such file" ${TAB
 add_test(NAME "cli: sg-tabulate --where matching no row names the column's values and the likely one"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-tabulate> "-DARGS=${TABLE5};--where;arm=basline" -DEXPECT_CODE=2
                  "-DEXPECT_STDERR=did you mean 'baseline'? the values of arm here: baseline, offbyone" -P ${SG_EXPECT})
+
+# -o's extension picks the format unless --format says otherwise.
+add_test(NAME "cli: sg-tabulate picks the format from the output's extension"
+         COMMAND sh -c "set -e; d=$(mktemp -d); t=$<TARGET_FILE:sg-tabulate>; f=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/paper_table5.csv; \
+$t $f --rows tier,arm --cols seed --cell val_loss -o $d/t.tex; $t $f --rows tier,arm --cols seed --cell val_loss -o $d/t.csv; \
+$t $f --rows tier,arm --cols seed --cell val_loss --format md -o $d/m.csv; head -1 $d/t.tex; head -1 $d/t.csv; head -1 $d/m.csv; rm -r $d")
+set_tests_properties("cli: sg-tabulate picks the format from the output's extension" PROPERTIES
+                     PASS_REGULAR_EXPRESSION "^\\\\begin\\{tabular\\}[^\n]*\ntier,arm,[^\n]*\n\\| tier \\| arm \\|")
+# An upstream failure leaves stdin empty: say so, not "empty file".
+add_test(NAME "cli: sg-tabulate on an empty pipe asks whether the previous command failed"
+         COMMAND ${CMAKE_COMMAND} -DCMD=sh "-DARGS=-c;false | $<TARGET_FILE:sg-tabulate> -" -DEXPECT_CODE=3
+                 "-DEXPECT_STDERR=did the previous command in the pipe fail?" -P ${SG_EXPECT})

@@ -32,3 +32,9 @@ add_test(NAME "cli: sg-toy names a bad condition"
 add_test(NAME "cli: sg-toy rejects a load below one"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-toy> "-DARGS=--load;1,0;-o;-"
                  -DEXPECT_CODE=2 "-DEXPECT_STDERR=load must be >= 1" -P ${SG_EXPECT})
+add_test(NAME "cli: sg-toy takes --arms repeated as well as comma-separated"
+         COMMAND sh -c "$<TARGET_FILE:sg-toy> --condition blind --load 1 --arms baseline --arms normgate,oracle --seeds 0 \
+--dim 8 --relevant 2 --length 8 --tags 16 --steps 2 --batch 16 --eval-sequences 16 --threads 1 --log-level quiet -o - \
+| $<TARGET_FILE:sg-tabulate> - --rows arm --cols seed --cell error")
+set_tests_properties("cli: sg-toy takes --arms repeated as well as comma-separated" PROPERTIES
+                     PASS_REGULAR_EXPRESSION "\\| baseline \\|[^\n]*\n\\| normgate \\|[^\n]*\n\\| oracle \\|")

@@ -376,3 +376,39 @@ TEST_CASE("kurtosis against a float64 computation here, and near zero on Gaussia
   CHECK(std::abs(excess[0][1].item<double>()) < 0.1);
   CHECK(excess[0][0].item<double>() > 5.0);
 }
+
+TEST_CASE("gate tokens: the listing keeps tokens seen often enough, in order of mean gate, at both ends") {
+  // Mean gates of ids 0..6; id 2 is seen once, id 5 never (NaN), id 6 diverged (NaN, seen often).
+  const auto means = torch::tensor({0.5, 0.2, 0.1, 0.9, 0.2, std::nan(""), std::nan("")}, torch::kDouble);
+  const auto counts = torch::tensor({4, 3, 1, 5, 3, 0, 9}, torch::kInt64);
+  const auto listed = sg::rank_tokens(means, counts, /*min_count=*/2, /*top=*/2);
+  REQUIRE(listed.size() == 4);
+  // Ascending: 1 (0.2), 4 (0.2, tie broken by id), 0 (0.5), 3 (0.9).
+  CHECK((listed[0].end == "most-attenuated" && listed[0].rank == 1 && listed[0].id == 1));
+  CHECK((listed[1].end == "most-attenuated" && listed[1].rank == 2 && listed[1].id == 4));
+  CHECK((listed[2].end == "least-attenuated" && listed[2].rank == 1 && listed[2].id == 3));
+  CHECK((listed[3].end == "least-attenuated" && listed[3].rank == 2 && listed[3].id == 0));
+  const auto every = sg::rank_tokens(means, counts, 1, 0);
+  REQUIRE(every.size() == 5);
+  std::vector<int64_t> order;
+  for (const auto& t : every) {
+    order.push_back(t.id);
+    CHECK(t.end == "all");
+  }
+  CHECK(order == std::vector<int64_t>{2, 1, 4, 0, 3});
+}
+
+TEST_CASE("the shuffle is the same permutation for every arm at one seed, and another at another seed") {
+  // Reading the permutation off gates 0..T-1: it depends on the seed and the shape only.
+  const auto allowed = torch::ones({5, 5}, torch::kBool).tril();
+  const auto weights = torch::ones({1, 2, 5, 5}, torch::kDouble).tril();
+  const auto index = torch::arange(5, torch::kDouble).view({1, 1, 5}).expand({1, 2, 5});
+  const auto other = (torch::arange(5, torch::kDouble) * 0.1 + 0.3).view({1, 1, 5}).expand({1, 2, 5});
+  const auto a = sg::overridden_gates(sg::GateOverride::shuffle, index, weights, allowed, 7);
+  const auto b = sg::overridden_gates(sg::GateOverride::shuffle, other, weights * 0.5, allowed, 7);
+  CHECK(((b - 0.3) / 0.1 - a).abs().max().item<double>() < 1e-9);  // the same positions moved
+  bool differs = false;
+  for (int64_t seed = 8; seed < 16 && !differs; ++seed)
+    differs = !(sg::overridden_gates(sg::GateOverride::shuffle, index, weights, allowed, seed) == a).all().item<bool>();
+  CHECK(differs);
+}
