@@ -35,7 +35,9 @@ struct Options {
 void run(const Options& options, const std::string& command_line) {
   sg::log::set_level(options.common.log_level);
   sg::set_threads(options.common.threads);
-  sg::h5::check_writable(options.common.output, options.common.force);
+  std::vector<std::string> inputs = options.runs;
+  inputs.push_back(options.tokens);
+  sg::h5::check_writable(options.common.output, options.common.force, inputs);
   const auto device = sg::parse_device(options.common.device);
   const auto tokens = sg::TokenFile::open(options.tokens);
   sg::ResultTable table;
@@ -66,8 +68,6 @@ void run(const Options& options, const std::string& command_line) {
                   sg::format_exact(loss) + " (eta " + std::to_string(static_cast<int64_t>(left + 0.5)) + " s)");
   }
   sg::add_key_columns(table, run_keys, options.runs);
-  std::vector<std::string> inputs = options.runs;
-  inputs.push_back(options.tokens);
   sg::write_table(options.common.output, table,
                   sg::make_provenance("sg-eval", command_line, inputs,
                                       "batches=" + std::to_string(options.batches)),

@@ -48,7 +48,9 @@ struct Options {
 void run(const Options& options, const std::string& command_line) {
   sg::log::set_level(options.common.log_level);
   sg::set_threads(options.common.threads);
-  sg::h5::check_writable(options.common.output, options.common.force);
+  std::vector<std::string> inputs = options.runs;
+  inputs.push_back(options.tokens);
+  sg::h5::check_writable(options.common.output, options.common.force, inputs);
   sg::InjectionOptions inject = options.inject;
   sg::set_battery(inject, options.junk, options.cutoffs, options.doses);
   inject.seed = options.common.seed;
@@ -81,8 +83,6 @@ void run(const Options& options, const std::string& command_line) {
     sources.resize(table.rows(), path);
   }
   sg::add_key_columns(table, run_keys, sources);
-  std::vector<std::string> inputs = options.runs;
-  inputs.push_back(options.tokens);
   std::ostringstream settings;
   settings << "junk=" << options.junk << " cutoff=" << options.cutoffs << " doses=" << options.doses
            << " batches=" << inject.batches << " batch_size=" << inject.batch_size << " context=" << inject.context

@@ -57,7 +57,7 @@ void run(Options options, const std::string& tool, const std::string& command_li
   if (options.inputs.empty()) options.inputs.push_back("-");
   if (options.decompose && (!options.arms.empty() || options.pair.ref_mean))
     throw sg::UsageError("--arms and --ref-mean do not apply to --decompose");
-  sg::h5::check_writable(options.common.output, options.common.force);
+  sg::h5::check_writable(options.common.output, options.common.force, options.inputs);
 
   const auto input = sg::filter_rows(sg::read_tables(options.inputs, {sg::split_list(options.keys)}), options.where);
   sg::StatsResult result;

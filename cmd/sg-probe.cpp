@@ -71,7 +71,9 @@ sg::Tokenizer load_vocabulary(const std::string& given, const sg::TokenFile& tok
 void run(const Options& options, const std::string& command_line) {
   sg::log::set_level(options.common.log_level);
   sg::set_threads(options.common.threads);
-  sg::h5::check_writable(options.common.output, options.common.force);
+  std::vector<std::string> inputs = options.runs;
+  inputs.push_back(options.tokens);
+  sg::h5::check_writable(options.common.output, options.common.force, inputs);
   sg::ProbeOptions probe = options.probe;
   probe.probes = sg::parse_probes(options.probes);
   probe.junk = sg::parse_junk(options.junk);
@@ -132,8 +134,6 @@ void run(const Options& options, const std::string& command_line) {
     sources.resize(table.rows(), path);
   }
   sg::add_key_columns(table, run_keys, sources);
-  std::vector<std::string> inputs = options.runs;
-  inputs.push_back(options.tokens);
   if (vocabulary) inputs.push_back(vocabulary->path());
   std::ostringstream settings;
   settings << "probes=" << options.probes << " batches=" << probe.batches << " batch_size=" << probe.batch_size

@@ -59,7 +59,7 @@ std::string read_text(const std::string& path) {
 void run(const Options& options, const std::string& command_line) {
   sg::log::set_level(options.common.log_level);
   sg::set_threads(options.common.threads);
-  sg::h5::check_writable(options.common.output, options.common.force);
+  sg::h5::check_writable(options.common.output, options.common.force, options.checkpoints);
   if (!options.name.empty() && options.checkpoints.size() != 1)
     throw sg::UsageError("--name names one checkpoint; " + std::to_string(options.checkpoints.size()) + " were given");
   sg::SurveyRun survey;

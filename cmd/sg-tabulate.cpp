@@ -95,7 +95,7 @@ void run(Options options, const std::string& tool, const std::string& command_li
   const auto settings = to_h5 ? sg::TabulateOptions{} : tabulate_options(options);
   if (to_h5 && (!options.rows.empty() || !options.cols.empty()))
     throw sg::UsageError("--format h5 writes the rows as a result table; it does not pivot");
-  if (to_h5 || options.common.output != "-") sg::h5::check_writable(options.common.output, options.common.force);
+  if (to_h5 || options.common.output != "-") sg::h5::check_writable(options.common.output, options.common.force, options.inputs);
 
   sg::CsvOptions csv;
   csv.keys = sg::split_list(options.keys);

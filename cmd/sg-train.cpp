@@ -89,7 +89,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   if (options.resume) {
     config = resumed_config(options, parser);
   } else {
-    sg::h5::check_writable(options.common.output, options.common.force);
+    sg::h5::check_writable(options.common.output, options.common.force, {options.tokens});
     config = sg::make_run_config(options.tier, options.arm, options.common.seed);
     if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
     sg::apply_overrides(config, options.overrides);

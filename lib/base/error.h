@@ -14,6 +14,7 @@ enum ExitCode : int {
   kExitInput = 3,     // missing, unreadable, malformed or wrong-kind input file
   kExitOutput = 4,    // output exists (without --force) or is not writable
   kExitNumeric = 5,   // training diverged (non-finite loss)
+  kExitInterrupted = 6,  // stopped by SIGTERM or SIGINT after writing a checkpoint (resume it)
 };
 
 /// Base class: a message, an optional hint for the user, and an exit code.
@@ -55,6 +56,13 @@ class NumericError : public Error {
  public:
   explicit NumericError(const std::string& message, std::string hint = "")
       : Error(message, std::move(hint), kExitNumeric) {}
+};
+
+/// A run stopped by a signal after it wrote a checkpoint.
+class InterruptedError : public Error {
+ public:
+  explicit InterruptedError(const std::string& message, std::string hint = "")
+      : Error(message, std::move(hint), kExitInterrupted) {}
 };
 
 }  // namespace sg

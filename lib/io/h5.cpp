@@ -245,7 +245,17 @@ std::string to_string(Dtype dtype) {
 
 // --- files on disk -----------------------------------------------------------------------
 
-void check_writable(const std::string& path, bool force) {
+void check_writable(const std::string& path, bool force, const std::vector<std::string>& inputs) {
+  struct stat output {};
+  if (path != "-" && !path.empty() && stat(path.c_str(), &output) == 0) {
+    for (const auto& input : inputs) {
+      struct stat other {};
+      if (input != "-" && stat(input.c_str(), &other) == 0 && other.st_dev == output.st_dev &&
+          other.st_ino == output.st_ino)
+        throw OutputError(path + " is also an input (" + input + "): writing it would destroy that input",
+                          "write the output to another file");
+    }
+  }
   if (path == "-") {
     if (isatty(STDOUT_FILENO))
       throw OutputError("refusing to write a binary HDF5 file to a terminal",

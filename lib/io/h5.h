@@ -26,8 +26,9 @@ std::string to_string(Dtype dtype);
 
 /// Throws OutputError unless `path` can be created: it exists and force is false, it is a
 /// directory, or its directory is missing or not writable. "-" (stdout) fails when stdout is a
-/// terminal (a binary file would garble it). Call it before any expensive work.
-void check_writable(const std::string& path, bool force);
+/// terminal (a binary file would garble it). Also when `path` is (the same file as) one of
+/// `inputs`: writing it would destroy an input (--force or not). Call it before any expensive work.
+void check_writable(const std::string& path, bool force, const std::vector<std::string>& inputs = {});
 
 /// The path a reader should open for `path`: itself, or for "-" a temporary copy of stdin, made on
 /// the first call and removed at exit (so "-" can be read, and hashed, more than once).

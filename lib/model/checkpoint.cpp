@@ -27,6 +27,21 @@ void require(const h5::Group& root, const std::string& path, const std::string& 
 
 void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim::AdamW* optimizer,
               const RunState& state, const Provenance& provenance) {
+  // Never a checkpoint that cannot be resumed from: every weight and optimizer moment finite.
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& item : model.named_parameters()) {
+      std::vector<torch::Tensor> tensors{item.value()};
+      if (optimizer)
+        if (auto* adam = adam_state(*optimizer, item.value())) tensors.insert(tensors.end(), {adam->exp_avg(), adam->exp_avg_sq()});
+      for (const auto& t : tensors)
+        if (!torch::isfinite(t).all().item<bool>())
+          throw NumericError("the " + std::string(t.is_same(item.value()) ? "weights" : "optimizer state") + " of " +
+                                 item.key() + " are not finite at step " + std::to_string(state.step) + "; " + path +
+                                 " keeps its last checkpoint",
+                             "the run diverged: lower lr_peak or raise warmup");
+    }
+  }
   h5::Writer writer(path, force);
   auto& root = writer.root();
   h5::set_format(root, kRunFormat, kRunSchemaVersion);
@@ -99,6 +114,29 @@ RunState read_run_state(const std::string& path) {
     const auto labels = root.group("labels");
     for (const auto& key : labels.attribute_names()) state.labels.emplace_back(key, labels.attribute_string(key));
   }
+  // The file's configuration and state are checked as strictly as a command line's: a damaged
+  // file must fail here, naming itself, not crash the training loop (a zero interval divides).
+  try {
+    state.config.model.validate();
+    state.config.train.validate();
+  } catch (const UsageError& error) {
+    throw InputError(path + ": its configuration is invalid: " + error.what(), "the run file is damaged");
+  }
+  const auto& t = state.config.train;
+  auto bad_state = [&](const std::string& what) {
+    throw InputError(path + ": /state " + what, "the run file is damaged");
+  };
+  if (state.step < 0 || state.step > t.iterations)
+    bad_state("step " + std::to_string(state.step) + " lies outside [0, iterations = " + std::to_string(t.iterations) + "]");
+  if (state.data_position != state.step * t.batch())
+    bad_state("data_position " + std::to_string(state.data_position) + " is not step x batch = " +
+              std::to_string(state.step * t.batch()));
+  if (state.tokens_seen < 0) bad_state("tokens_seen " + std::to_string(state.tokens_seen) + " is negative");
+  if (state.finished && state.step != t.iterations)
+    bad_state("says finished at step " + std::to_string(state.step) + " of " + std::to_string(t.iterations));
+  if (c.train_loss.size() != c.step.size() || c.lr.size() != c.step.size() ||
+      c.tokens_per_second.size() != c.step.size() || c.val_loss.size() != c.val_step.size())
+    bad_state("curves have unequal lengths");
   return state;
 }
 

@@ -2,6 +2,8 @@
 #include "lib/train/train.h"
 
 #include <chrono>
+#include <csignal>
+#include <signal.h>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "lib/base/error.h"
 #include "lib/base/text.h"
 #include "lib/base/log.h"
+#include "lib/io/file_lock.h"
 #include "lib/io/h5.h"
 #include "lib/io/results.h"
 #include "lib/model/runtime.h"
@@ -22,6 +25,42 @@ namespace sg {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The first SIGTERM or SIGINT asks the loop to checkpoint and stop; a second one stops at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) {
+  if (g_stop_signal != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  g_stop_signal = signal;
+}
+
+/// Installs the handler for the loop's lifetime and restores the previous ones after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // file writes in progress are not interrupted
+    sigaction(SIGTERM, &action, &old_term_);
+    sigaction(SIGINT, &action, &old_int_);
+  }
+  ~StopSignals() {
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int received() const { return g_stop_signal; }
+
+ private:
+  struct sigaction old_term_ {}, old_int_ {};
+};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -56,6 +95,8 @@ double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig&
 TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   RunConfig config = config_in;
   RunState state;
+  // One writer per output, for the whole run (a second sg-train on the same -o fails at once).
+  FileLock lock(options.output);
   const auto tokens = TokenFile::open(options.token_file);
   if (options.resume) {
     state = read_run_state(options.output);
@@ -111,6 +152,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   };
   auto finite = [](double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); };
 
+  StopSignals signals;
   const auto start = Clock::now();
   const int64_t first_step = state.step;
   int64_t steps_this_run = 0;
@@ -203,7 +245,13 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
       write_json({{"run", name}, {"step", state.step}, {"final_val_loss", finite(state.final_val_loss)}});
     }
     const bool stop = options.stop_after > 0 && steps_this_run >= options.stop_after;
-    if (state.step % t.checkpoint_interval == 0 || last || stop) save();
+    const int signal = signals.received();
+    if (state.step % t.checkpoint_interval == 0 || last || stop || signal) save();
+    if (signal && !state.finished)
+      throw InterruptedError(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + " at step " +
+                                 std::to_string(state.step) + " of " + std::to_string(t.iterations) +
+                                 "; the checkpoint of this step is in " + options.output,
+                             "continue the run: sg-train --tokens " + options.token_file + " --resume -o " + options.output);
     if (stop) break;
   }
   TrainSummary summary;

@@ -60,4 +60,4 @@ sg_inject_error("refuses a result table given as a run file"
                 "${SG_INJECT_DATA}/table.h5;-o;${SG_INJECT_DATA}/never.h5" 3 "expected 'sinkgate-run'")
 sg_inject_error("refuses a token file whose vocabulary does not fit the model"
                 "${SG_INJECT_DATA}/small-vocab/run.h5;-o;${SG_INJECT_DATA}/never.h5" 3 "has a vocabulary of 4100")
-sg_inject_error("refuses an existing output without --force" "${SG_CLI_DATA}/run.h5;-o;${SG_CLI_DATA}/run.h5" 4 "exists")
+sg_inject_error("refuses an existing output without --force" "${SG_CLI_DATA}/run.h5;-o;${SG_INJECT_DATA}/baseline.h5" 4 "exists")

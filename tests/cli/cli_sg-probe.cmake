@@ -41,4 +41,5 @@ sg_probe_error("refuses a token file whose vocabulary does not fit the model"
                "${SG_INJECT_DATA}/small-vocab/run.h5;-o;${SG_PROBE_DATA}/never.h5" 3 "has a vocabulary of 4100")
 sg_probe_error("refuses a context with no query after the sink positions"
                "${SG_CLI_DATA}/run.h5;--context;4;--sink-positions;4;-o;${SG_PROBE_DATA}/never.h5" 2 "leaves no query")
-sg_probe_error("refuses an existing output without --force" "${SG_CLI_DATA}/run.h5;-o;${SG_CLI_DATA}/run.h5" 4 "exists")
+sg_probe_error("refuses an existing output without --force" "${SG_CLI_DATA}/run.h5;-o;${SG_INJECT_DATA}/baseline.h5" 4 "exists")
+sg_probe_error("refuses an output that is one of its inputs" "${SG_CLI_DATA}/run.h5;-o;${SG_CLI_DATA}/run.h5;--force" 4 "is also an input")

@@ -105,3 +105,43 @@ set_tests_properties("cli: sg-train suggests the tier a typo meant" "cli: sg-tra
                      "cli: sg-train suggests the field and names the values of a range error" PROPERTIES FIXTURES_REQUIRED sg_tokens)
 set_tests_properties("cli: sg-train suggests the field and names the values of a range error" PROPERTIES
                      PASS_REGULAR_EXPRESSION "did you mean 'iterations'\\?.*warmup \\(50\\) must lie in \\[0, iterations \\(5\\)\\]")
+
+# SIGTERM: the run checkpoints the step it is on and exits 6; resumed, it goes on. Meanwhile a
+# second sg-train on the same output is refused at once (exit 4, naming the holder's pid), and no
+# lock file is left behind.
+add_test(NAME "cli: sg-train checkpoints on SIGTERM and holds its output against a second writer"
+         COMMAND bash -c "set -uo pipefail; d='${SG_CLI_DATA}/signal'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+train=$<TARGET_FILE:sg-train>; t='${SG_CLI_DATA}/tokens.h5'; \
+$train --tokens $t --tier tiny --arm baseline --set iterations=100000 --set eval_interval=100000 --threads 1 \
+--log-level quiet -o run.h5 --force 2> first.txt & pid=$!; \
+for i in $(seq 100); do [ -e run.h5.lock ] && [ -e run.h5 ] && break; sleep 0.1; done; sleep 1; \
+$train --tokens $t --tier tiny --arm baseline --threads 1 --log-level quiet -o run.h5 --force 2> second.txt; \
+echo \"second exit $?\"; grep -o 'another process (pid [0-9]*) is writing run.h5' second.txt; \
+kill -TERM $pid; wait $pid; echo \"first exit $?\"; grep -o 'stopped by SIGTERM at step [0-9]*' first.txt; \
+ls; $<TARGET_FILE:sg-info> run.h5 | grep -o 'step [0-9]* of 100000, unfinished'")
+set_tests_properties("cli: sg-train checkpoints on SIGTERM and holds its output against a second writer" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "second exit 4\nanother process \\(pid [0-9]+\\) is writing run.h5\nfirst exit 6\nstopped by SIGTERM at step [1-9][0-9]*\nfirst.txt\nrun.h5\nsecond.txt\nstep [1-9][0-9]* of 100000, unfinished")
+
+# A diverging run keeps a checkpoint that is finite (it scores), not one of NaN weights.
+add_test(NAME "cli: sg-train never writes non-finite weights into a checkpoint"
+         COMMAND bash -c "d='${SG_CLI_DATA}/diverge'; rm -rf \"$d\"; mkdir -p \"$d\"; \
+$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --arm baseline --set lr_peak=1000 \
+--set checkpoint_interval=1 --set iterations=60 --set warmup=1 --threads 1 --log-level quiet -o $d/nan.h5 --force 2>&1; \
+echo \"exit $?\"; $<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 $d/nan.h5 --batches 1 --log-level quiet -o - \
+| $<TARGET_FILE:sg-tabulate> - --format csv")
+set_tests_properties("cli: sg-train never writes non-finite weights into a checkpoint" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "are not finite at step [0-9]+; [^ ]*nan.h5 keeps its last checkpoint.*exit 5\n.*\ntiny,baseline,0,[0-9][0-9.e+]*,")
+
+# An output that is one of the inputs is refused, --force or not.
+add_test(NAME "cli: sg-eval refuses to overwrite one of its inputs"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval>
+                 "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;${SG_CLI_DATA}/run.h5;-o;${SG_CLI_DATA}/run.h5;--force"
+                 -DEXPECT_CODE=4 "-DEXPECT_STDERR=is also an input" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-eval refuses to overwrite one of its inputs" PROPERTIES FIXTURES_REQUIRED "sg_tokens;sg_run")
+add_test(NAME "cli: sg-train refuses to overwrite its token file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-train>
+                 "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--tier;tiny;-o;${SG_CLI_DATA}/tokens.h5;--force"
+                 -DEXPECT_CODE=4 "-DEXPECT_STDERR=is also an input" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-train refuses to overwrite its token file" PROPERTIES FIXTURES_REQUIRED sg_tokens)
