@@ -18,6 +18,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -82,9 +83,13 @@ void write_ids(const std::vector<int32_t>& ids) {
 void run(const Options& options) {
   sg::log::set_level(options.common.log_level);
   if (options.count && options.decode) throw sg::UsageError("--count and --decode exclude each other");
-  for (const auto& path : options.inputs)  // fail on a missing input before any output
+  for (const auto& path : options.inputs) {  // fail on a missing input before any output
+    std::error_code error;
+    if (path != "-" && std::filesystem::is_directory(path, error))
+      throw sg::InputError("input '" + path + "' is a directory, expected a text file");
     if (path != "-" && !std::ifstream(path))
       throw sg::InputError("cannot open input '" + path + "': " + std::strerror(errno));
+  }
   const auto tokenizer = sg::Tokenizer::load(options.vocab);
   for (const auto& path : options.inputs) {
     const std::string text = read_input(path);

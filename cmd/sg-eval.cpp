@@ -30,6 +30,7 @@ struct Options {
   std::string tokens;
   std::vector<std::string> runs;
   int64_t batches = 0;  // 0: each run's final_eval_batches
+  bool allow_other_tokens = false;
 };
 
 void run(const Options& options, const std::string& command_line) {
@@ -40,6 +41,16 @@ void run(const Options& options, const std::string& command_line) {
   sg::h5::check_writable(options.common.output, options.common.force, inputs);
   const auto device = sg::parse_device(options.common.device);
   const auto tokens = sg::TokenFile::open(options.tokens);
+  // The inputs' hashes, once: the provenance of the output, and the check that every run is scored
+  // on the token file it was trained on.
+  const auto provenance =
+      sg::make_provenance("sg-eval", command_line, inputs, "batches=" + std::to_string(options.batches));
+  std::string token_sha256;
+  for (const auto& input : provenance.inputs)
+    if (input.path == options.tokens) token_sha256 = input.sha256;
+  for (const auto& path : options.runs)
+    sg::check_token_file(sg::read_run_state(path), path, options.tokens, token_sha256, options.allow_other_tokens,
+                         "sg-eval");
   sg::ResultTable table;
   table.add_column("tier", sg::Role::key, sg::ColumnType::string);
   table.add_column("arm", sg::Role::key, sg::ColumnType::string);
@@ -68,10 +79,7 @@ void run(const Options& options, const std::string& command_line) {
                   sg::format_exact(loss) + " (eta " + std::to_string(static_cast<int64_t>(left + 0.5)) + " s)");
   }
   sg::add_key_columns(table, run_keys, options.runs);
-  sg::write_table(options.common.output, table,
-                  sg::make_provenance("sg-eval", command_line, inputs,
-                                      "batches=" + std::to_string(options.batches)),
-                  options.common.force);
+  sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 
 }  // namespace
@@ -82,6 +90,8 @@ int main(int argc, char** argv) {
   parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
   parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
   parser.option("--batches", options.batches, "validation batches (0: the run's final_eval_batches, 64 at paper tiers)");
+  parser.flag("--allow-other-tokens", options.allow_other_tokens,
+              "score runs on a token file other than the one they were trained on (by SHA-256): a warning");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
                                     sg::cli::kLogLevel);
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });

@@ -34,6 +34,7 @@ struct Options {
   std::string arm = "baseline";
   std::vector<std::string> overrides;
   bool resume = false;
+  bool allow_other_tokens = false;
   int64_t stop_after = 0;
   std::vector<std::string> labels;
   double log_interval = 10;
@@ -108,6 +109,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   if (options.log_interval < 0) throw sg::UsageError("--log-interval must be >= 0 (0: a line at evaluations only)");
   train.log_interval = options.log_interval;
   train.log_json = options.log_json;
+  train.allow_other_tokens = options.allow_other_tokens;
   std::string fields;
   for (const auto& [key, value] : sg::to_fields(config)) fields += key + "=" + value + "\n";
   train.provenance = sg::make_provenance("sg-train", parser.command_line(), {options.tokens}, fields);
@@ -154,6 +156,8 @@ int main(int argc, char** argv) {
     return std::string();
   });
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
+  parser.flag("--allow-other-tokens", options.allow_other_tokens,
+              "resume on a token file other than the run's (by SHA-256): a warning, not an error");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser); });
 }

@@ -269,9 +269,19 @@ void check_writable(const std::string& path, bool force, const std::vector<std::
     if (!force) throw OutputError(path + " exists", "use --force to overwrite it");
   }
   const std::string directory = directory_of(path);
-  if (stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+  if (stat(directory.c_str(), &info) == 0 && !S_ISDIR(info.st_mode))
+    throw OutputError("cannot write " + path + ": " + directory + " is a file, not a directory",
+                      "name an output in a directory");
+  if (stat(directory.c_str(), &info) != 0) {
+    // A missing folder, or one under a file: say which.
+    std::string parent = directory;
+    while (!parent.empty() && parent != "/" && stat(parent.c_str(), &info) != 0) parent = directory_of(parent);
+    if (!parent.empty() && stat(parent.c_str(), &info) == 0 && !S_ISDIR(info.st_mode))
+      throw OutputError("cannot write " + path + ": " + parent + " is a file, not a directory",
+                        "name an output in a directory");
     throw OutputError("cannot write " + path + ": directory " + directory + " does not exist",
                       "create it first: mkdir -p " + directory);
+  }
   if (access(directory.c_str(), W_OK | X_OK) != 0)
     throw OutputError("cannot write " + path + ": directory " + directory + " is not writable");
 }

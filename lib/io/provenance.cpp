@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 
 #include "lib/base/error.h"
@@ -49,6 +50,9 @@ std::string sha256_bytes(const std::string& bytes) {
 
 std::string sha256_file(const std::string& path) {
   const std::string local = h5::resolve_input(path);
+  std::error_code error;
+  if (std::filesystem::is_directory(local, error))
+    throw InputError(h5::display_name(path) + ": is a directory, expected a file");
   std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(local.c_str(), "rb"), &std::fclose);
   if (!file) throw InputError(h5::display_name(path) + ": cannot open for reading");
   auto context = new_context();

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "lib/base/error.h"
+#include "lib/base/log.h"
 #include "lib/io/h5.h"
 #include "lib/io/results.h"
 #include "lib/model/tensors.h"
@@ -138,6 +139,17 @@ RunState read_run_state(const std::string& path) {
       c.tokens_per_second.size() != c.step.size() || c.val_loss.size() != c.val_step.size())
     bad_state("curves have unequal lengths");
   return state;
+}
+
+void check_token_file(const RunState& state, const std::string& run_path, const std::string& token_path,
+                      const std::string& token_sha256, bool allow_other, const std::string& tool) {
+  if (state.token_file_hash.empty() || token_sha256.empty() || state.token_file_hash == token_sha256) return;
+  const std::string message = run_path + " was trained on " + state.token_file + " (sha256 " +
+                              state.token_file_hash.substr(0, 12) + "…), not on " + token_path + " (sha256 " +
+                              token_sha256.substr(0, 12) + "…)";
+  if (!allow_other)
+    throw InputError(message, "give the run's token file, or --allow-other-tokens to use this one anyway");
+  log::info(tool + ": warning: " + message + "; going on (--allow-other-tokens)");
 }
 
 std::vector<std::pair<std::string, std::string>> parse_labels(const std::vector<std::string>& specs) {

@@ -57,6 +57,13 @@ std::vector<std::pair<std::string, std::string>> run_keys(const std::string& pat
 void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim::AdamW* optimizer,
               const RunState& state, const Provenance& provenance);
 
+/// Checks that `token_path` (with SHA-256 `token_sha256`) is the token file the run in `run_path`
+/// was trained on, by the hash the run file stores (nothing to check when it stores none: files of
+/// older versions). A different file is an InputError naming both and their hashes, unless
+/// `allow_other`; then `tool` logs a warning.
+void check_token_file(const RunState& state, const std::string& run_path, const std::string& token_path,
+                      const std::string& token_sha256, bool allow_other, const std::string& tool);
+
 /// Reads the configuration, state and curves of a run file; throws InputError naming the file.
 RunState read_run_state(const std::string& path);
 

@@ -109,10 +109,14 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     state.labels = options.labels;
   }
   check_vocabulary_fits(tokens, config.model, "the model");
-  state.token_file = options.token_file;
   // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
+  std::string token_sha256;
   for (const auto& input : options.provenance.inputs)
-    if (input.path == options.token_file) state.token_file_hash = input.sha256;
+    if (input.path == options.token_file) token_sha256 = input.sha256;
+  if (options.resume)
+    check_token_file(state, options.output, options.token_file, token_sha256, options.allow_other_tokens, "sg-train");
+  state.token_file = options.token_file;
+  state.token_file_hash = token_sha256;
 
   GPT model = options.resume ? load_model(options.output, options.device) : build_model(config.model, config.seed);
   model->to(options.device);

@@ -27,6 +27,7 @@ struct TrainOptions {
   std::string name;            // the run in progress lines; empty: its label run, else tier/arm/seed
   double log_interval = 10.0;  // seconds between progress lines besides the evaluations' (0: only those)
   std::string log_json;        // when set: JSON Lines of the curves appended to this file, one line a step
+  bool allow_other_tokens = false;  // resume on a token file other than the run's (a warning)
 };
 
 struct TrainSummary {

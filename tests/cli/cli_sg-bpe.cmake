@@ -87,3 +87,6 @@ sg_bpe_test("names a missing vocabulary" "-DTEXT=x" "-DARGS=--vocab|no-such.tikt
             "-DEXPECT_STDERR=cannot open vocabulary file 'no-such.tiktoken'")
 sg_bpe_test("names a missing input" "-DTEXT=x" "-DARGS=${vocab}|no-such-input.txt" -DEXPECT_CODE=3
             "-DEXPECT_STDERR=cannot open input 'no-such-input.txt'")
+add_test(NAME "cli: sg-bpe refuses a directory as its input"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-bpe> "-DARGS=${CMAKE_CURRENT_SOURCE_DIR}" -DEXPECT_CODE=3
+                 "-DEXPECT_STDERR=is a directory, expected a text file" -P ${SG_EXPECT})

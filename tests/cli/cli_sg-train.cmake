@@ -145,3 +145,13 @@ add_test(NAME "cli: sg-train refuses to overwrite its token file"
                  "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--tier;tiny;-o;${SG_CLI_DATA}/tokens.h5;--force"
                  -DEXPECT_CODE=4 "-DEXPECT_STDERR=is also an input" -P ${SG_EXPECT})
 set_tests_properties("cli: sg-train refuses to overwrite its token file" PROPERTIES FIXTURES_REQUIRED sg_tokens)
+add_test(NAME "cli: sg-train names a directory given as the token file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-train>
+                 "-DARGS=--tokens;${CMAKE_CURRENT_SOURCE_DIR};--tier;tiny;-o;${SG_CLI_DATA}/never.h5" -DEXPECT_CODE=3
+                 "-DEXPECT_STDERR=is a directory, expected a file" -P ${SG_EXPECT})
+add_test(NAME "cli: an output under a regular file is named as such, without a mkdir hint"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-train>
+                 "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;--tier;tiny;-o;${SG_CLI_DATA}/tokens.h5/sub/run.h5"
+                 -DEXPECT_CODE=4 "-DEXPECT_STDERR=tokens.h5 is a file, not a directory" -P ${SG_EXPECT})
+set_tests_properties("cli: an output under a regular file is named as such, without a mkdir hint" PROPERTIES
+                     FIXTURES_REQUIRED sg_tokens)
