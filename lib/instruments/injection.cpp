@@ -16,8 +16,6 @@
 namespace sg {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 /// Running sums of one (cutoff, layer) exposure cell.
 struct ExposureSums {
   double quiet = 0, phantom = 0;
@@ -85,6 +83,25 @@ std::vector<torch::Tensor> gate_directions(GPTImpl& model) {
   return out;
 }
 
+EvaluationScope::EvaluationScope(GPTImpl& model) : model_(model), was_training_(model.is_training()) { model_.eval(); }
+
+EvaluationScope::~EvaluationScope() {
+  model_.set_hooks(nullptr);
+  model_.set_backend(AttentionBackend::automatic);
+  model_.train(was_training_);
+}
+
+PassProgress::PassProgress(int64_t passes, std::function<void(const std::string&)> progress)
+    : passes_(passes), progress_(std::move(progress)), start_(std::chrono::steady_clock::now()) {}
+
+void PassProgress::report(const std::string& what) {
+  ++done_;
+  if (!progress_) return;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  progress_(what + "  (" + std::to_string(done_) + "/" + std::to_string(passes_) + ", eta " +
+            format_duration(elapsed / static_cast<double>(done_) * static_cast<double>(passes_ - done_)) + ")");
+}
+
 std::vector<Batch> evaluation_batches(const TokenFile& tokens, int64_t eval_seed, int64_t batches, int64_t batch_size,
                                       int64_t context, const torch::Device& device) {
   std::vector<Batch> out;
@@ -122,32 +139,14 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
 
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(options.device);
-  // However inject() leaves (an exception mid-battery included), the model gets back its mode,
-  // the default attention path and no hooks: a telemetry hook points into this frame.
-  struct Restore {
-    GPTImpl& model;
-    bool was_training;
-    ~Restore() {
-      model.set_hooks(nullptr);
-      model.set_backend(AttentionBackend::automatic);
-      model.train(was_training);
-    }
-  } restore{model, model.is_training()};
-  model.eval();
+  EvaluationScope scope(model);
   model.set_backend(options.backend);
   const auto batches =
       evaluation_batches(tokens, result.eval_seed, options.batches, options.batch_size, result.context, options.device);
   const int64_t passes = 1 + (options.exposure ? 1 : 0) +
                          static_cast<int64_t>(junk_types.size() * options.cutoffs.size() * options.doses.size());
-  int64_t done = 0;
-  const auto start = Clock::now();
-  auto report = [&](const std::string& what) {
-    ++done;
-    if (!options.progress) return;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    options.progress(what + "  (" + std::to_string(done) + "/" + std::to_string(passes) + ", eta " +
-                     format_duration(elapsed / static_cast<double>(done) * static_cast<double>(passes - done)) + ")");
-  };
+  PassProgress progress(passes, options.progress);
+  auto report = [&](const std::string& what) { progress.report(what); };
   auto mean_loss = [&](const std::function<void(int64_t)>& before_batch) {
     double total = 0;
     for (int64_t k = 0; k < options.batches; ++k) {

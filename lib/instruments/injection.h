@@ -15,6 +15,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -105,6 +106,34 @@ std::vector<torch::Tensor> gate_directions(GPTImpl& model);
 /// sg-eval's sampler. Throws InputError when the validation split is too short for the context.
 std::vector<Batch> evaluation_batches(const TokenFile& tokens, int64_t eval_seed, int64_t batches, int64_t batch_size,
                                       int64_t context, const torch::Device& device);
+
+/// An instrument's hold on a model: eval mode while it lasts; however the instrument leaves (an
+/// exception mid-way included), the model gets back no hooks (they point into the instrument's
+/// frame), the default attention path and its training mode.
+class EvaluationScope {
+ public:
+  explicit EvaluationScope(GPTImpl& model);
+  ~EvaluationScope();
+  EvaluationScope(const EvaluationScope&) = delete;
+  EvaluationScope& operator=(const EvaluationScope&) = delete;
+
+ private:
+  GPTImpl& model_;
+  bool was_training_;
+};
+
+/// Progress over a known number of passes: each report(what) passes "what  (done/total, eta
+/// H:MM:SS)" to `progress` (nothing when it is empty).
+class PassProgress {
+ public:
+  PassProgress(int64_t passes, std::function<void(const std::string&)> progress);
+  void report(const std::string& what);
+
+ private:
+  int64_t passes_, done_ = 0;
+  std::function<void(const std::string&)> progress_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 /// Runs the battery on `model` (a run's model, with its configuration). Throws UsageError for an
 /// inapplicable condition (see skip_inapplicable) or bad options, InputError when the validation

@@ -19,7 +19,6 @@
 namespace sg {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const std::vector<std::pair<GateOverride, const char*>>& overrides() {
@@ -321,30 +320,14 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
 
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(options.device);
-  struct Restore {  // however the probes leave: no hooks (they point into this frame), default path, mode
-    GPTImpl& model;
-    bool was_training;
-    ~Restore() {
-      model.set_hooks(nullptr);
-      model.set_backend(AttentionBackend::automatic);
-      model.train(was_training);
-    }
-  } restore{model, model.is_training()};
-  model.eval();
+  EvaluationScope scope(model);
   const auto batches =
       evaluation_batches(tokens, result.eval_seed, options.batches, options.batch_size, result.context, options.device);
 
   const std::vector<double> doses = corrupted_column ? std::vector<double>{0.0, options.dose} : std::vector<double>{0.0};
   const int64_t passes = (telemetry_on ? 1 : 0) + (overrides_on ? static_cast<int64_t>(4 * doses.size()) : 0);
-  int64_t done = 0;
-  const auto start = Clock::now();
-  auto report = [&](const std::string& what) {
-    ++done;
-    if (!options.progress) return;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    options.progress(what + "  (" + std::to_string(done) + "/" + std::to_string(passes) + ", eta " +
-                     format_duration(elapsed / static_cast<double>(done) * static_cast<double>(passes - done)) + ")");
-  };
+  PassProgress progress(passes, options.progress);
+  auto report = [&](const std::string& what) { progress.report(what); };
 
   if (telemetry_on) {
     SurveyOptions survey;
