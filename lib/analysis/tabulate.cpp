@@ -521,7 +521,7 @@ void write_text(const std::string& path, const std::string& text, bool force) {
     return;
   }
   h5::check_writable(path, force);
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  const std::string temporary = h5::temporary_for(path);
   {
     std::ofstream out(temporary, std::ios::binary);
     out << text;

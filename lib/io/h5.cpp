@@ -2,6 +2,8 @@
 #include "lib/io/h5.h"
 
 #include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <hdf5.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include <type_traits>
 
 #include "lib/base/error.h"
+#include "lib/base/log.h"
 #include "sg/version.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "h5.h stores hid_t as int64_t (HDF5 >= 1.10)");
@@ -214,8 +217,32 @@ struct StdinCopy {
   }
 };
 
+/// Whether no process has this pid (a signal 0 finds none).
+bool process_gone(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  const auto pid = static_cast<pid_t>(std::stol(digits));
+  return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/// Removes the files of `directory` named PREFIX + PID + rest whose PID is a process that is gone;
+/// `rest` is empty, or starts with '-' (make_temporary's random suffix).
+void remove_stale(const std::string& directory, const std::string& prefix) {
+  DIR* dir = opendir(directory.c_str());
+  if (!dir) return;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string tail = name.substr(prefix.size());
+    const std::string pid = tail.substr(0, tail.find('-'));
+    if (process_gone(pid) && std::remove((directory + "/" + name).c_str()) == 0)
+      log::debug("removed " + directory + "/" + name + ", left by a process that is gone");
+  }
+  closedir(dir);
+}
+
 std::string make_temporary(const std::string& stem) {
-  std::string pattern = temporary_directory() + "/" + stem + "-XXXXXX";
+  remove_stale(temporary_directory(), stem + "-");
+  std::string pattern = temporary_directory() + "/" + stem + "-" + std::to_string(getpid()) + "-XXXXXX";
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   const int fd = mkstemp(buffer.data());
@@ -284,6 +311,12 @@ void check_writable(const std::string& path, bool force, const std::vector<std::
   }
   if (access(directory.c_str(), W_OK | X_OK) != 0)
     throw OutputError("cannot write " + path + ": directory " + directory + " is not writable");
+}
+
+std::string temporary_for(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  remove_stale(directory_of(path), (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.");
+  return path + ".tmp." + std::to_string(getpid());
 }
 
 std::string resolve_input(const std::string& path) {
@@ -854,7 +887,7 @@ File File::open(const std::string& path) {
 Writer::Writer(const std::string& path, bool force) : path_(path), force_(force) {
   init();
   check_writable(path, force);
-  temporary_ = path == "-" ? make_temporary("sinkgate-stdout") : path + ".tmp." + std::to_string(getpid());
+  temporary_ = path == "-" ? make_temporary("sinkgate-stdout") : temporary_for(path);
   Id fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);

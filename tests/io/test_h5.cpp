@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -327,4 +329,26 @@ TEST_CASE("bad input files are InputErrors that name the file") {
   }
   CHECK_THAT(message_of<sg::InputError>([&] { sg::h5::check_format(sg::h5::File::open(plain), "sinkgate-run", 1); }),
              Catch::Contains("not a sinkgate file"));
+}
+
+TEST_CASE("a writer removes the temporaries its path was left by killed writers, and no others") {
+  sg_test::Scratch scratch;
+  const auto path = scratch / "out.h5";
+  // A pid that surely is gone: a child that has exited and been reaped.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const auto stale = path + ".tmp." + std::to_string(child);
+  const auto alive = path + ".tmp." + std::to_string(getppid());  // a live process's (the test's parent)
+  const auto other = scratch / "other.h5.tmp." + std::to_string(child);  // another output's
+  for (const auto& name : {stale, alive, other}) std::ofstream(name) << "partial";
+  {
+    sg::h5::Writer writer(path, /*force=*/false);
+    writer.root().write_ints("x", {1});
+    writer.commit();
+  }
+  CHECK(!std::ifstream(stale).good());
+  CHECK(std::ifstream(alive).good());
+  CHECK(std::ifstream(other).good());
+  CHECK(std::ifstream(path).good());
 }
