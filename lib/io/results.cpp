@@ -118,11 +118,21 @@ ResultTable read_hdf5_table(const std::string& path) {
   if (!file.is_group("table")) throw InputError(name + ": no group /table (a result file keeps its columns there)");
   const auto group = file.group("table");
   const auto names = group.has_attribute("columns") ? group.attribute_strings("columns") : group.members();
+  for (size_t i = 0; i < names.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (names[i] == names[j]) throw InputError(name + ": /table's 'columns' attribute names '" + names[i] + "' twice");
+  // The row count the writer recorded: every column's length is checked against it before its
+  // data is read, so a damaged dataspace cannot make the reader allocate for rows that are not there.
+  const int64_t rows = group.has_attribute("rows") ? group.attribute_int("rows") : -1;
   ResultTable table;
   for (const auto& column_name : names) {
+    if (!group.is_dataset(column_name)) throw InputError(name + ": /table has no column '" + column_name + "'");
     const auto dataset = group.dataset(column_name);
     const auto where = name + ": column " + dataset.path();
     if (dataset.shape().size() != 1) throw InputError(where + " is not 1-D");
+    if (rows >= 0 && dataset.shape()[0] != rows)
+      throw InputError(where + " has " + std::to_string(dataset.shape()[0]) + " rows, but /table's 'rows' attribute says " +
+                       std::to_string(rows));
     if (!dataset.has_attribute("role")) throw InputError(where + " has no 'role' attribute (key or value)");
     Column column;
     column.name = column_name;

@@ -198,16 +198,41 @@ GPT load_model(const std::string& path, const torch::Device& device) {
   return model;
 }
 
+namespace {
+std::string shape_text(const torch::Tensor& t) {
+  std::string out = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) out += (i ? ", " : "") + std::to_string(t.size(i));
+  return out + ")";
+}
+}  // namespace
+
 void load_optimizer(const std::string& path, GPTImpl& model, torch::optim::AdamW& optimizer) {
   const auto root = h5::File::open(path);
+  const int64_t run_step = root.group("state").attribute_int("step");
   for (const auto& item : model.named_parameters()) {
     const std::string name = "optimizer/" + item.key();
-    if (!root.exists(name)) continue;  // not stepped yet
+    if (!root.exists(name)) {
+      if (run_step == 0) continue;  // not stepped yet
+      // Every parameter gets a gradient at every step: missing moments mean a damaged file, and
+      // resuming would silently restart Adam.
+      throw InputError(path + ": /" + name + " is missing at step " + std::to_string(run_step),
+                       "the run file is damaged: its optimizer state cannot be restored");
+    }
     const auto group = root.group(name);
     auto state = std::make_unique<torch::optim::AdamWParamState>();
-    state->step(group.attribute_int("step"));
-    state->exp_avg(read_tensor(group, "exp_avg").to(item.value().device()));
-    state->exp_avg_sq(read_tensor(group, "exp_avg_sq").to(item.value().device()));
+    const int64_t step = group.attribute_int("step");
+    if (step < 1 || step > run_step)
+      throw InputError(path + ": /" + name + " has step " + std::to_string(step) + ", outside [1, " +
+                       std::to_string(run_step) + "]", "the run file is damaged");
+    state->step(step);
+    for (const char* moment : {"exp_avg", "exp_avg_sq"}) {
+      const auto tensor = read_tensor(group, moment);
+      if (tensor.sizes() != item.value().sizes())
+        throw InputError(path + ": /" + name + "/" + moment + " has shape " + shape_text(tensor) + ", but " +
+                         item.key() + " has " + shape_text(item.value()), "the run file is damaged");
+      if (std::string(moment) == "exp_avg") state->exp_avg(tensor.to(item.value().device()));
+      else state->exp_avg_sq(tensor.to(item.value().device()));
+    }
     optimizer.state()[item.value().unsafeGetTensorImpl()] = std::move(state);
   }
 }

@@ -44,8 +44,17 @@ TokenFile TokenFile::open(const std::string& path) {
     auto& dataset = state.datasets[static_cast<int>(split)];
     dataset = state.file.dataset("tokens/" + to_string(split));
     const auto shape = dataset.shape();
-    if (shape.size() != 1) throw InputError(path + ": tokens/" + to_string(split) + " is not one-dimensional");
+    const std::string where = path + ": tokens/" + to_string(split);
+    if (shape.size() != 1) throw InputError(where + " is not one-dimensional");
+    const auto dtype = dataset.dtype();
+    if (dtype != h5::Dtype::uint16 && dtype != h5::Dtype::int32 && dtype != h5::Dtype::int64 &&
+        dtype != h5::Dtype::uint8 && dtype != h5::Dtype::int16)
+      throw InputError(where + " holds " + h5::to_string(dtype) + ", not integer token ids (uint16)");
     (split == Split::val ? info.val_tokens : info.train_tokens) = shape[0];
+    const std::string attribute = to_string(split) + "_tokens";
+    if (state.file.has_attribute(attribute) && state.file.attribute_int(attribute) != shape[0])
+      throw InputError(path + ": the attribute " + attribute + " (" + std::to_string(state.file.attribute_int(attribute)) +
+                       ") disagrees with tokens/" + to_string(split) + " (" + std::to_string(shape[0]) + " ids)");
     if (shape[0] <= resident_limit()) {
       auto& all = state.resident[static_cast<int>(split)];
       all.resize(static_cast<size_t>(shape[0]));

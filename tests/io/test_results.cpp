@@ -230,3 +230,25 @@ TEST_CASE("a source key tells the inputs apart: each input lacking it gets its f
   // Without the option the same inputs do not concatenate.
   CHECK_THROWS_WITH(sg::read_tables({h5_path, paper}), Catch::Contains("extra: source"));
 }
+
+TEST_CASE("a result file whose rows attribute or column list disagrees with its data is refused before reading") {
+  sg_test::Scratch scratch;
+  auto write = [&](const std::string& name, int64_t rows, std::vector<std::string> columns) {
+    const auto path = scratch / name;
+    sg::h5::Writer writer(path, false);
+    sg::h5::set_format(writer.root(), "sinkgate-result", 1);
+    auto table = writer.root().create_group("table");
+    table.set_attribute("rows", rows);
+    table.set_attribute("columns", columns);
+    table.write_doubles("val_loss", {1.0, 2.0, 3.0}).set_attribute("role", "value");
+    writer.commit();
+    return path;
+  };
+  CHECK(sg::read_table(write("good.h5", 3, {"val_loss"})).rows() == 3);
+  const auto rows = write("rows.h5", 5, {"val_loss"});
+  CHECK_THROWS_WITH(sg::read_table(rows), Catch::Contains(rows) && Catch::Contains("'rows' attribute says 5"));
+  const auto twice = write("twice.h5", 3, {"val_loss", "val_loss"});
+  CHECK_THROWS_WITH(sg::read_table(twice), Catch::Contains(twice) && Catch::Contains("names 'val_loss' twice"));
+  const auto absent = write("absent.h5", 3, {"val_loss", "seed"});
+  CHECK_THROWS_WITH(sg::read_table(absent), Catch::Contains(absent) && Catch::Contains("no column 'seed'"));
+}

@@ -86,3 +86,16 @@ TEST_CASE("a checkpoint with non-finite weights or optimizer state is refused an
   CHECK_THROWS_AS(sg::save_run(path, true, *model, optimizer.get(), state, sg::Provenance{}), sg::NumericError);
   CHECK(sg::read_run_state(path).step == 0);  // the last good checkpoint, untouched
 }
+
+TEST_CASE("resuming a run whose optimizer state is missing is refused, not a silent restart of Adam") {
+  sg_test::Scratch scratch;
+  const auto path = scratch / "run.h5";
+  auto state = tiny_state();
+  state.step = 5;
+  state.data_position = 5 * state.config.train.batch();
+  auto model = sg::build_model(state.config.model, 1);
+  sg::save_run(path, true, *model, /*optimizer=*/nullptr, state, sg::Provenance{});  // no /optimizer group
+  auto optimizer = sg::make_optimizer(*model, state.config.train);
+  CHECK_THROWS_WITH(sg::load_optimizer(path, *model, *optimizer),
+                    Catch::Contains(path) && Catch::Contains("is missing at step 5"));
+}

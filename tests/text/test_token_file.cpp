@@ -1,9 +1,12 @@
 // Tests of lib/text/token_file: the splits of a written token file, reads, and the errors.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "lib/base/error.h"
+#include "lib/io/h5.h"
 #include "lib/text/token_file.h"
 #include "tests/support.h"
 
@@ -62,4 +65,33 @@ TEST_CASE("token file: errors name the file") {
     CHECK_THROWS_AS(writer.commit(), sg::InputError);
   }
   CHECK_FALSE(sg_test::exists(path));
+}
+
+TEST_CASE("a token file of float ids, or whose split sizes disagree with its data, is refused") {
+  sg_test::Scratch scratch;
+  auto write = [&](const std::string& name, sg::h5::Dtype dtype, int64_t val_attribute) {
+    const auto path = scratch / name;
+    sg::h5::Writer writer(path, false);
+    auto& root = writer.root();
+    sg::h5::set_format(root, sg::kTokenFormat, sg::kTokenSchemaVersion);
+    root.set_attribute("tokenizer", "test");
+    root.set_attribute("vocab_size", int64_t{10});
+    root.set_attribute("eot_id", int64_t{9});
+    root.set_attribute("documents", int64_t{1});
+    root.set_attribute("val_tokens", val_attribute);
+    root.set_attribute("train_tokens", int64_t{4});
+    const std::vector<float> floats{1, 2, 3, 4};
+    const std::vector<uint16_t> ids{1, 2, 3, 4};
+    for (const char* split : {"tokens/val", "tokens/train"})
+      root.write_array(split, dtype, {4}, dtype == sg::h5::Dtype::float32 ? static_cast<const void*>(floats.data())
+                                                                          : static_cast<const void*>(ids.data()));
+    writer.commit();
+    return path;
+  };
+  CHECK(sg::TokenFile::open(write("good.h5", sg::h5::Dtype::uint16, 4)).size(sg::Split::val) == 4);
+  const auto floats = write("floats.h5", sg::h5::Dtype::float32, 4);
+  CHECK_THROWS_WITH(sg::TokenFile::open(floats), Catch::Contains(floats) && Catch::Contains("holds float32"));
+  const auto sizes = write("sizes.h5", sg::h5::Dtype::uint16, 7);
+  CHECK_THROWS_WITH(sg::TokenFile::open(sizes),
+                    Catch::Contains(sizes) && Catch::Contains("val_tokens (7) disagrees with tokens/val (4 ids)"));
 }
