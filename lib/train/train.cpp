@@ -95,8 +95,6 @@ double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig&
 TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   RunConfig config = config_in;
   RunState state;
-  // One writer per output, for the whole run (a second sg-train on the same -o fails at once).
-  FileLock lock(options.output);
   const auto tokens = TokenFile::open(options.token_file);
   if (options.resume) {
     state = read_run_state(options.output);
@@ -109,6 +107,10 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     state.labels = options.labels;
   }
   check_vocabulary_fits(tokens, config.model, "the model");
+  // One writer per output, for the whole run (a second sg-train on the same -o fails at once). Taken
+  // after the inputs are read, so that a missing run file or folder is reported as such; before the
+  // first write.
+  FileLock lock(options.output);
   // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
   std::string token_sha256;
   for (const auto& input : options.provenance.inputs)
