@@ -1,24 +1,35 @@
-// sg-eval — validation loss of trained run files on the fixed final validation batches.
+// sg-eval — validation loss and the zero-shot tasks of Section 4.1 (Tables 10, 11) for run files
+// and pretrained checkpoints.
 //
-// Input: one or more run files (sg-train) and the token file they were trained on. Output: a
-// result table (lib/SCHEMA.md) with one row per run: keys tier, arm, seed, run (and the run's
-// labels); values val_loss
-// (nats, mean over final_eval_batches fixed batches of the tier's batch size, drawn by the
-// evaluation seed: the same tokens for every arm and seed), tokens (the number scored) and
-// steps. Zero-shot tasks (LAMBADA, HellaSwag, WikiText-2) are a later addition as new columns.
+// Inputs: run files (sg-train) and/or Hugging Face GPT-2 / GPT-NeoX (Pythia) folders; for the
+// task `val` the token file; for the zero-shot tasks their data files (README, "Zero-shot tasks":
+// LAMBADA lambada_test.jsonl, HellaSwag hellaswag_val.jsonl, WikiText-2 wiki.test.raw). Tasks
+// (--task, comma-separated): val (the default), lambada, hellaswag, wikitext, scored as
+// lm-evaluation-harness v0.4 does (lib/instruments/zero_shot.h).
+// Output: a result table (lib/SCHEMA.md, "sg-eval output"). With --task val alone and run files
+// only, the wide table of Tables 1, 2, 5: one row per run, keys tier, arm, seed, run; values
+// val_loss (nats, mean over final_eval_batches fixed batches drawn by the evaluation seed: the
+// same tokens for every arm and seed), tokens, steps. Otherwise the long table: keys tier, arm,
+// seed ("pretrained", the folder's name, -1 for a checkpoint), task, metric, bin; values model,
+// family, value, n.
+// --examples FILE also writes every example's log-likelihood (lm-eval's --log_samples).
 //
 // Examples:
 //   sg-eval --tokens data/tokens.h5 runs/small-*.h5 -o results/val.h5
-//   sg-eval --tokens data/tokens.h5 run.h5 --batches 8 -o - | sg-tabulate -
+//   sg-eval --task lambada,hellaswag,wikitext runs/124M/*/0.h5 checkpoints/gpt2 -o zero-shot.h5
+//   sg-eval --task lambada --lambada data/lambada_test.jsonl --limit 200 run.h5 -o - | sg-tabulate -
 #include <chrono>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
+#include "lib/instruments/zero_shot.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"
 #include "lib/model/checkpoint.h"
+#include "lib/model/language_model.h"
 #include "lib/model/runtime.h"
 #include "lib/text/token_file.h"
 #include "lib/train/train.h"
@@ -27,28 +38,69 @@ namespace {
 
 struct Options {
   sg::cli::CommonOptions common = sg::cli::to_stdout();
+  std::vector<std::string> models;
+  std::string tasks = "val";
   std::string tokens;
-  std::vector<std::string> runs;
-  int64_t batches = 0;  // 0: each run's final_eval_batches
+  int64_t batches = 0;  // 0: each run's final_eval_batches (64 for a checkpoint)
+  int64_t context = 0;  // val of a checkpoint: 0 = min(its context, 1024)
   bool allow_other_tokens = false;
+  std::string lambada = "data/lambada_test.jsonl";
+  std::string hellaswag = "data/hellaswag_val.jsonl";
+  std::string wikitext = "data/wiki.test.raw";
+  std::string tokenizer;
+  std::string examples;
+  int64_t batch_size = 16;
+  int64_t limit = 0;
 };
 
-void run(const Options& options, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
-  std::vector<std::string> inputs = options.runs;
+const std::vector<std::string> kTasks = {"val", "lambada", "hellaswag", "wikitext"};
+
+std::vector<std::string> parse_tasks(const std::string& list) {
+  std::vector<std::string> tasks;
+  for (const auto& task : sg::split_list(list)) {
+    if (std::find(kTasks.begin(), kTasks.end(), task) == kTasks.end())
+      throw sg::UsageError("--task: unknown task '" + task + "'", "tasks: val, lambada, hellaswag, wikitext");
+    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
+  }
+  if (tasks.empty()) throw sg::UsageError("--task names no task");
+  return tasks;
+}
+
+template <typename T>
+std::vector<T> first(std::vector<T> items, int64_t limit) {
+  if (limit > 0 && static_cast<int64_t>(items.size()) > limit) items.resize(static_cast<size_t>(limit));
+  return items;
+}
+
+/// Progress of one task's scoring on stderr, at most every 10 s, with the time left.
+sg::ScoringOptions scoring(const Options& options, const std::string& what) {
+  sg::ScoringOptions scoring;
+  scoring.batch_size = options.batch_size;
+  const auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  const auto last = std::make_shared<double>(0.0);
+  scoring.progress = [start, last, what](int64_t done, int64_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    if (done < total && elapsed - *last < 10.0) return;
+    *last = elapsed;
+    const double left = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
+    sg::log::info("sg-eval: " + what + ": " + std::to_string(done) + "/" + std::to_string(total) + " requests, " +
+                  sg::format_duration(elapsed) + (done < total ? " (eta " + sg::format_duration(left) + ")" : ""));
+  };
+  return scoring;
+}
+
+/// Tables 1, 2, 5's table: val_loss of run files, one row each.
+void run_wide(const Options& options, const std::string& command_line) {
+  std::vector<std::string> inputs = options.models;
   inputs.push_back(options.tokens);
-  sg::h5::check_writable(options.common.output, options.common.force, inputs);
   const auto device = sg::parse_device(options.common.device);
   const auto tokens = sg::TokenFile::open(options.tokens);
-  // The inputs' hashes, once: the provenance of the output, and the check that every run is scored
-  // on the token file it was trained on.
   const auto provenance =
       sg::make_provenance("sg-eval", command_line, inputs, "batches=" + std::to_string(options.batches));
   std::string token_sha256;
   for (const auto& input : provenance.inputs)
     if (input.path == options.tokens) token_sha256 = input.sha256;
-  for (const auto& path : options.runs)
+  for (const auto& path : options.models)
     sg::check_token_file(sg::read_run_state(path), path, options.tokens, token_sha256, options.allow_other_tokens,
                          "sg-eval");
   sg::ResultTable table;
@@ -60,8 +112,8 @@ void run(const Options& options, const std::string& command_line) {
   table.add_column("steps", sg::Role::value, sg::ColumnType::int64).units = "optimizer steps";
   std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;
   const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < options.runs.size(); ++i) {
-    const auto& path = options.runs[i];
+  for (size_t i = 0; i < options.models.size(); ++i) {
+    const auto& path = options.models[i];
     const auto state = sg::read_run_state(path);
     const auto& config = state.config;
     sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
@@ -73,12 +125,118 @@ void run(const Options& options, const std::string& command_line) {
     table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, state.step});
     run_keys.push_back(sg::run_keys(path, state));
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(options.runs.size() - i - 1);
-    sg::log::info("sg-eval: [" + std::to_string(i + 1) + "/" + std::to_string(options.runs.size()) + " " + config.tier + "/" +
-                  config.model.arm.name() + "/" + std::to_string(config.seed) + "] " + path + ": val_loss " +
+    const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(options.models.size() - i - 1);
+    sg::log::info("sg-eval: [" + std::to_string(i + 1) + "/" + std::to_string(options.models.size()) + " " + config.tier +
+                  "/" + config.model.arm.name() + "/" + std::to_string(config.seed) + "] " + path + ": val_loss " +
                   sg::format_exact(loss) + " (eta " + std::to_string(static_cast<int64_t>(left + 0.5)) + " s)");
   }
-  sg::add_key_columns(table, run_keys, options.runs);
+  sg::add_key_columns(table, run_keys, options.models);
+  sg::write_table(options.common.output, table, provenance, options.common.force);
+}
+
+void run(const Options& options, const std::string& command_line) {
+  sg::log::set_level(options.common.log_level);
+  sg::set_threads(options.common.threads);
+  const auto tasks = parse_tasks(options.tasks);
+  const auto wants = [&](const std::string& task) { return std::find(tasks.begin(), tasks.end(), task) != tasks.end(); };
+  if (options.batch_size < 1) throw sg::UsageError("--batch-size must be at least 1");
+  if (wants("val") && options.tokens.empty())
+    throw sg::UsageError("the task val needs --tokens (the token file)", "or leave val out: --task lambada,hellaswag,wikitext");
+  // Every input is checked before the first model runs.
+  std::vector<std::string> inputs, model_files;
+  bool all_runs = true;
+  for (const auto& path : options.models) {
+    all_runs = all_runs && !sg::is_pretrained_folder(path);
+    for (const auto& file : sg::model_input_files(path, options.tokenizer)) model_files.push_back(file);
+  }
+  if (!options.tokens.empty() && wants("val")) inputs.push_back(options.tokens);
+  std::vector<std::string> passages, pages;
+  std::vector<sg::HellaSwagItem> items;
+  if (wants("lambada")) {
+    passages = first(sg::read_lambada(options.lambada), options.limit);
+    inputs.push_back(options.lambada);
+  }
+  if (wants("hellaswag")) {
+    items = first(sg::read_hellaswag(options.hellaswag), options.limit);
+    inputs.push_back(options.hellaswag);
+  }
+  if (wants("wikitext")) {
+    pages = first(sg::read_wikitext(options.wikitext), options.limit);
+    inputs.push_back(options.wikitext);
+  }
+  inputs.insert(inputs.end(), model_files.begin(), model_files.end());
+  sg::h5::check_writable(options.common.output, options.common.force, inputs);
+  if (!options.examples.empty()) sg::h5::check_writable(options.examples, options.common.force, inputs);
+  if (tasks.size() == 1 && all_runs && options.examples.empty() && options.context == 0) return run_wide(options, command_line);
+
+  const auto device = sg::parse_device(options.common.device);
+  const std::string config = "tasks=" + options.tasks + " batches=" + std::to_string(options.batches) +
+                             " context=" + std::to_string(options.context) + " limit=" + std::to_string(options.limit) +
+                             " tokenizer=" + (options.tokenizer.empty() ? "own" : options.tokenizer);
+  const auto provenance = sg::make_provenance("sg-eval", command_line, inputs, config);
+  std::string token_sha256;
+  for (const auto& input : provenance.inputs)
+    if (input.path == options.tokens) token_sha256 = input.sha256;
+  auto table = sg::evaluation_table();
+  sg::ResultTable examples;
+  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys, example_keys;
+  std::vector<std::string> sources, example_sources;
+  for (size_t m = 0; m < options.models.size(); ++m) {
+    const auto& path = options.models[m];
+    const auto model = sg::LanguageModel::load(path, device, options.tokenizer);
+    const std::string where = "[" + std::to_string(m + 1) + "/" + std::to_string(options.models.size()) + " " + model.name() + "]";
+    std::vector<sg::Metric> metrics;
+    const auto add = [&](sg::TaskResult result) {
+      for (const auto& metric : result.metrics)
+        sg::log::info("sg-eval: " + where + " " + metric.task + " " + metric.metric +
+                      (metric.bin == "all" ? "" : " (" + metric.bin + ")") + ": " + sg::format_exact(metric.value) +
+                      " (n " + std::to_string(metric.n) + ")");
+      metrics.insert(metrics.end(), result.metrics.begin(), result.metrics.end());
+      if (!options.examples.empty()) {
+        const size_t before = examples.rows();
+        sg::append_examples(examples, model, result.examples);
+        for (size_t r = before; r < examples.rows(); ++r) {
+          example_keys.push_back(model.pretrained() ? std::vector<std::pair<std::string, std::string>>{{"run", path}}
+                                                    : sg::run_keys(path, model.run_state()));
+          example_sources.push_back(path);
+        }
+      }
+    };
+    if (wants("val")) {
+      const auto tokens = sg::TokenFile::open(options.tokens);
+      sg::Metric metric{"val", "loss", "all", 0.0, 0};
+      if (!model.pretrained() && options.context == 0) {
+        const auto& state = model.run_state();
+        sg::check_token_file(state, path, options.tokens, token_sha256, options.allow_other_tokens, "sg-eval");
+        sg::check_vocabulary_fits(tokens, state.config.model, "the model of " + path);
+        const int64_t batches = options.batches > 0 ? options.batches : state.config.train.final_eval_batches;
+        auto run = sg::load_model(path, device);
+        metric.value = sg::validation_loss(*run, tokens, state.config, batches, device);
+        metric.n = batches * state.config.train.batch() * state.config.model.block_size;
+      } else {
+        const int64_t context = options.context > 0 ? options.context : std::min<int64_t>(model.context_length(), 1024);
+        const int64_t sequences = (options.batches > 0 ? options.batches : 64) * 8;
+        metric.value = sg::window_loss(model, tokens, context, sequences, sg::TrainConfig{}.eval_seed, 8);
+        metric.n = sequences * context;
+      }
+      add({{metric}, sg::example_table()});
+    }
+    if (wants("lambada")) add(sg::evaluate_lambada(model, passages, scoring(options, where + " lambada")));
+    if (wants("hellaswag")) add(sg::evaluate_hellaswag(model, items, scoring(options, where + " hellaswag")));
+    if (wants("wikitext")) add(sg::evaluate_wikitext(model, pages, scoring(options, where + " wikitext")));
+    const size_t before = table.rows();
+    sg::append_metrics(table, model, metrics);
+    for (size_t r = before; r < table.rows(); ++r) {
+      run_keys.push_back(model.pretrained() ? std::vector<std::pair<std::string, std::string>>{{"run", path}}
+                                            : sg::run_keys(path, model.run_state()));
+      sources.push_back(path);
+    }
+  }
+  sg::add_key_columns(table, run_keys, sources);
+  if (!options.examples.empty()) {
+    sg::add_key_columns(examples, example_keys, example_sources);
+    sg::write_table(options.examples, examples, provenance, options.common.force);
+  }
   sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 
@@ -86,12 +244,26 @@ void run(const Options& options, const std::string& command_line) {
 
 int main(int argc, char** argv) {
   Options options;
-  sg::cli::Parser parser("sg-eval", "Validation loss of run files on the fixed final batches; writes a result table.");
-  parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
-  parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
-  parser.option("--batches", options.batches, "validation batches (0: the run's final_eval_batches, 64 at paper tiers)");
+  sg::cli::Parser parser("sg-eval",
+                         "Validation loss and zero-shot tasks (LAMBADA, HellaSwag, WikiText-2, as lm-evaluation-harness "
+                         "scores them) of run files and Hugging Face GPT-2/Pythia folders; writes a result table.");
+  parser.option("models", options.models, "run files from sg-train and/or Hugging Face checkpoint folders", /*required=*/true);
+  parser.option("--task", options.tasks, "comma-separated: val, lambada, hellaswag, wikitext");
+  parser.option("--tokens", options.tokens, "val: the token file (the one the runs were trained on)");
+  parser.option("--batches", options.batches,
+                "val: validation batches (0: a run's final_eval_batches, 64 at paper tiers; 64 of 8 windows for a checkpoint)");
+  parser.option("--context", options.context, "val of a checkpoint: window length (0: its context, at most 1024)");
   parser.flag("--allow-other-tokens", options.allow_other_tokens,
               "score runs on a token file other than the one they were trained on (by SHA-256): a warning");
+  parser.option("--lambada", options.lambada, "LAMBADA passages, OpenAI's lambada_test.jsonl (field text)");
+  parser.option("--hellaswag", options.hellaswag, "HellaSwag validation items, hellaswag_val.jsonl");
+  parser.option("--wikitext", options.wikitext,
+                "WikiText-2 test: wiki.test.raw, or JSON Lines of pages (field page) or of lines (field text)");
+  parser.option("--tokenizer", options.tokenizer,
+                "vocabulary for every model (default: a folder's own; the GPT-2 vocabulary for run files)");
+  parser.option("--examples", options.examples, "also write every example's log-likelihood to this result table");
+  parser.option("--batch-size", options.batch_size, "zero-shot requests per forward pass");
+  parser.option("--limit", options.limit, "score only the first N examples of each zero-shot task (0: all)");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
                                     sg::cli::kLogLevel);
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });

@@ -9,13 +9,16 @@
 // own mean per group (statistic=mean), the "Baseline loss" row of Table 1.
 // With --decompose it writes the Table 2 decomposition instead: the improvements (ref − arm) of
 // the sink, gate and both arms, overlap = sink + gate − both and filter = both − sink, each paired
-// per seed; a group without the gate arm gets sink, both and filter only.
+// per seed; a group without the gate arm gets sink, both and filter only. With --summary, no
+// pairing: every arm's own mean, sample standard deviation (sd), se and n over the seeds per
+// group (Table 10: mean ± sd over three seeds).
 // Output columns are documented in lib/SCHEMA.md ("Result table", "sg-pairdiff").
 //
 // Examples:
 //   sg-pairdiff runs/*/eval.h5 --ref baseline --value val_loss --ref-mean -o table1-baseline.h5
 //   sg-pairdiff eval.csv --ref sinklogit --arms normgate,projgate,combo,combo2 | sg-tabulate - --rows arm --cols tier
 //   sg-pairdiff eval.h5 --decompose --sink sinklogit --gate projgate --both combo2 -o table2-projection.h5
+//   sg-pairdiff zero-shot/*.h5 --summary --value value | sg-tabulate - --rows arm --cols task,metric --cell mean --se sd
 #include <sstream>
 
 #include "lib/analysis/stats.h"
@@ -34,6 +37,7 @@ struct Options {
   sg::PairOptions pair;
   std::string arms;                 // comma-separated
   bool decompose = false;
+  bool summary = false;
   sg::DecomposeOptions parts;
   std::vector<std::string> where;
   std::string keys;                 // CSV key columns, comma-separated
@@ -42,6 +46,7 @@ struct Options {
 std::string describe(const Options& o) {
   std::ostringstream out;
   out << "pair=" << o.pair.pair << " by=" << o.pair.by << " ref=" << o.pair.ref << " value=" << o.pair.value;
+  if (o.summary) out << " summary";
   if (o.decompose) {
     out << " decompose sink=" << o.parts.sink << " gate=" << o.parts.gate << " both=" << o.parts.both;
   } else {
@@ -57,6 +62,8 @@ void run(Options options, const std::string& tool, const std::string& command_li
   if (options.inputs.empty()) options.inputs.push_back("-");
   if (options.decompose && (!options.arms.empty() || options.pair.ref_mean))
     throw sg::UsageError("--arms and --ref-mean do not apply to --decompose");
+  if (options.summary && (options.decompose || options.pair.ref_mean))
+    throw sg::UsageError("--summary takes neither --decompose nor --ref-mean");
   sg::h5::check_writable(options.common.output, options.common.force, options.inputs);
 
   const auto input = sg::filter_rows(sg::read_tables(options.inputs, {sg::split_list(options.keys)}), options.where);
@@ -67,6 +74,9 @@ void run(Options options, const std::string& tool, const std::string& command_li
     options.parts.ref = options.pair.ref;
     options.parts.value = options.pair.value;
     result = sg::decompose(input, options.parts);
+  } else if (options.summary) {
+    options.pair.arms = sg::split_list(options.arms);
+    result = sg::summarize(input, options.pair);
   } else {
     options.pair.arms = sg::split_list(options.arms);
     result = sg::paired_differences(input, options.pair);
@@ -83,7 +93,7 @@ int main(int argc, char** argv) {
   options.common.output = "-";
   sg::cli::Parser parser("sg-pairdiff",
                          "Paired per-seed differences of every arm against a reference arm, with standard errors; "
-                         "or the Table 2 decomposition (--decompose).");
+                         "the Table 2 decomposition (--decompose); or each arm's mean and sd over seeds (--summary).");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel);
   parser.option("inputs", options.inputs, "result tables: HDF5 or CSV files, '-' for stdin (default: stdin)");
   parser.option("--pair", options.pair.pair, "column whose equal values pair rows");
@@ -92,6 +102,8 @@ int main(int argc, char** argv) {
   parser.option("--value", options.pair.value, "numeric column compared");
   parser.option("--arms", options.arms, "compare only these arms, comma-separated (default: all)");
   parser.flag("--ref-mean", options.pair.ref_mean, "add the reference arm's own mean per group (statistic=mean)");
+  parser.flag("--summary", options.summary,
+              "no pairing: every arm's mean, standard deviation (sd), se and n over the seeds, per group");
   parser.flag("--decompose", options.decompose, "write the sink/gate/both/overlap/filter decomposition");
   parser.option("--sink", options.parts.sink, "with --decompose: the arm with the sink alone");
   parser.option("--gate", options.parts.gate, "with --decompose: the arm with the gate alone");

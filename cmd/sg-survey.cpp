@@ -85,7 +85,7 @@ void run(const Options& options, const std::string& command_line) {
   // Every input is checked before the first model is loaded.
   std::vector<std::string> inputs{options.text};
   for (const auto& path : options.checkpoints)
-    for (const auto& file : sg::survey_input_files(path, options.tokenizer)) inputs.push_back(file);
+    for (const auto& file : sg::model_input_files(path, options.tokenizer)) inputs.push_back(file);
   const auto text = read_text(options.text);
 
   auto table = sg::survey_table();

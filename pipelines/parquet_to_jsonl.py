@@ -8,6 +8,11 @@ time, so memory stays bounded whatever the size of the files. Rows whose text is
 empty string are skipped (an empty document would add nothing but an end-of-text token) and
 counted in the summary. Progress (files, rows, MB written, rows/s) goes to stderr.
 
+With --all-columns every column of every row is written, {"column": value, ...} (lists, numbers
+and strings as JSON), and no row is skipped: the form of the zero-shot task files (HellaSwag's
+activity_label/ctx_a/ctx_b/endings/label; WikiText's line rows, whose empty rows stand for the
+raw file's blank lines).
+
 The output is written to a temporary name beside it and renamed into place at the end, so an
 interrupted conversion never leaves a truncated file under the final name; an existing output
 is refused without --force.
@@ -20,6 +25,8 @@ Run it with the project's Python (pyarrow) from the repository root:
       fineweb-edu/sample/10BT -o data/fineweb-edu-10BT.jsonl
   ... pipelines/parquet_to_jsonl.py part-000.parquet part-001.parquet -o - | head -c 1000
   ... pipelines/parquet_to_jsonl.py data.parquet --column content -o data.jsonl --force
+  ... pipelines/parquet_to_jsonl.py hellaswag/data/validation-00000-of-00001.parquet --all-columns \
+      -o data/hellaswag_val.jsonl
 """
 import argparse
 import json
@@ -61,11 +68,14 @@ def is_text(arrow_type):
 
 
 def open_parquet(path, column):
+    """The file, checked to hold the text column (column None: any columns)."""
     import pyarrow.parquet as pq
     try:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises ArrowInvalid, OSError, … for a file that is not Parquet
         raise Failure(f"{path}: not a readable Parquet file ({error})", EXIT_INPUT)
+    if column is None:
+        return parquet
     names = parquet.schema_arrow.names
     if column not in names:
         raise Failure(f"{path}: no column '{column}'; its columns are: {', '.join(names)}", EXIT_INPUT,
@@ -110,8 +120,33 @@ def text_batches(path, column, batch_rows):
         yield batch.column(0).to_pylist()
 
 
-def convert(files, column, out, batch_rows, progress):
+def row_batches(path, batch_rows):
+    """Every column of one file, a list of dicts per record batch."""
+    parquet = open_parquet(path, None)
+    batches = parquet.iter_batches(batch_size=batch_rows)
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as error:
+            raise Failure(f"{path}: cannot read ({error})", EXIT_INPUT)
+        if batch is None:
+            return
+        yield batch.to_pylist()
+
+
+def convert(files, column, out, batch_rows, progress, all_columns=False):
     """Writes the documents of every file to the binary stream out."""
+    if all_columns:
+        for index, path in enumerate(files, 1):
+            for rows in row_batches(path, batch_rows):
+                data = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows).encode("utf-8")
+                progress.rows += len(rows)
+                progress.documents += len(rows)
+                out.write(data)
+                progress.bytes += len(data)
+                progress.report(index)
+        progress.report(len(files), final=True)
+        return
     for index, path in enumerate(files, 1):
         for texts in text_batches(path, column, batch_rows):
             lines = [json.dumps({"text": text}, ensure_ascii=False) for text in texts if text]  # not None, not ""
@@ -131,6 +166,8 @@ def main():
     parser.add_argument("inputs", nargs="+", help="Parquet files or directories of them")
     parser.add_argument("-o", "--output", required=True, help="JSON Lines output ('-': stdout)")
     parser.add_argument("--column", default="text", help="the column holding each document's text (default: %(default)s)")
+    parser.add_argument("--all-columns", action="store_true",
+                        help="write every column of every row (no row skipped): the zero-shot task files")
     parser.add_argument("--force", action="store_true", help="overwrite an existing output")
     parser.add_argument("--batch-rows", type=int, default=8192, help="rows read at a time, which bounds memory (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -142,10 +179,10 @@ def main():
     try:
         files = find_files(args.inputs)
         for path in files:  # check every input before writing anything
-            open_parquet(path, args.column)
+            open_parquet(path, None if args.all_columns else args.column)
         progress = Progress(files, args.quiet)
         if args.output == "-":
-            convert(files, args.column, sys.stdout.buffer, args.batch_rows, progress)
+            convert(files, args.column, sys.stdout.buffer, args.batch_rows, progress, args.all_columns)
             sys.stdout.buffer.flush()
         else:
             if os.path.exists(args.output) and not args.force:
@@ -157,7 +194,7 @@ def main():
             except OSError as error:
                 raise Failure(f"{args.output}: cannot write ({error.strerror})", EXIT_OUTPUT)
             with os.fdopen(descriptor, "wb", buffering=1 << 20) as out:
-                convert(files, args.column, out, args.batch_rows, progress)
+                convert(files, args.column, out, args.batch_rows, progress, args.all_columns)
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(temporary, 0o666 & ~umask)

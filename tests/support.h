@@ -141,25 +141,34 @@ inline void write_random_tokens(const std::string& path, int64_t vocab, int64_t 
 }
 
 #if defined(SG_PYTHON) && defined(SG_TEST_SOURCE_DIR)
-/// The reference models of tests/survey_reference.py, made once per version of the script and
-/// kept in the test's working folder (ctest runs each test case as its own process; test_survey
-/// and test_pretrained share the folder).
+/// The fixtures that `SG_PYTHON tests/SCRIPT COMMAND DIR` makes, made once per version of the
+/// script and kept in the test's working folder under NAME-<hash> (ctest runs each test case as
+/// its own process; test executables of the same working folder share it).
+inline std::string python_fixtures(const std::string& script_name, const std::string& command, const std::string& name) {
+  const std::string script = std::string(SG_TEST_SOURCE_DIR) + "/" + script_name;
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  const std::string final_dir = std::string(cwd) + "/" + name + "-" + sg::sha256_file(script).substr(0, 12);
+  if (exists(final_dir + "/done")) return final_dir;
+  const std::string temporary = make_folder(std::string(cwd) + "/" + name + "-tmp-XXXXXX");
+  const std::string line = shell_quote(SG_PYTHON) + " " + shell_quote(script) + " " + command + " " + shell_quote(temporary);
+  INFO("reference command: " << line);
+  REQUIRE(std::system(line.c_str()) == 0);
+  std::ofstream(temporary + "/done") << "ok\n";
+  if (std::rename(temporary.c_str(), final_dir.c_str()) != 0) remove_tree(temporary);  // another test won the race
+  REQUIRE(exists(final_dir + "/done"));
+  return final_dir;
+}
+
+/// The reference models of tests/survey_reference.py (test_survey and test_pretrained).
 inline const std::string& survey_fixtures() {
-  static const std::string dir = [] {
-    const std::string script = std::string(SG_TEST_SOURCE_DIR) + "/survey_reference.py";
-    char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
-    const std::string final_dir = std::string(cwd) + "/survey-fixtures-" + sg::sha256_file(script).substr(0, 12);
-    if (exists(final_dir + "/done")) return final_dir;
-    const std::string temporary = make_folder(std::string(cwd) + "/survey-fixtures-tmp-XXXXXX");
-    const std::string command = shell_quote(SG_PYTHON) + " " + shell_quote(script) + " models " + shell_quote(temporary);
-    INFO("reference command: " << command);
-    REQUIRE(std::system(command.c_str()) == 0);
-    std::ofstream(temporary + "/done") << "ok\n";
-    if (std::rename(temporary.c_str(), final_dir.c_str()) != 0) remove_tree(temporary);  // another test won the race
-    REQUIRE(exists(final_dir + "/done"));
-    return final_dir;
-  }();
+  static const std::string dir = python_fixtures("survey_reference.py", "models", "survey-fixtures");
+  return dir;
+}
+
+/// The models, task files and answers of tests/zero_shot_reference.py (test_zero_shot).
+inline const std::string& zero_shot_fixtures() {
+  static const std::string dir = python_fixtures("zero_shot_reference.py", "fixtures", "zero-shot-fixtures");
   return dir;
 }
 #endif

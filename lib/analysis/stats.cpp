@@ -261,6 +261,44 @@ StatsResult paired_differences(const ResultTable& input, const PairOptions& opti
   return result;
 }
 
+StatsResult summarize(const ResultTable& input, const PairOptions& options) {
+  auto grouping = group_rows(input, options.pair, options.by, options.value);
+  StatsResult result;
+  result.warnings = grouping.warnings;
+  std::vector<size_t> rows;
+  std::vector<std::string> arm_names, seeds;
+  std::vector<double> means, sds, ses;
+  std::vector<int64_t> counts;
+  for (const auto& group : grouping.groups) {
+    for (const auto& arm : group.arms) {
+      if (!options.arms.empty() && std::find(options.arms.begin(), options.arms.end(), arm) == options.arms.end())
+        continue;
+      const auto arm_seeds = seeds_of(group, arm, grouping.numeric_seeds);
+      std::vector<double> values;
+      for (const auto& seed : arm_seeds) values.push_back(group.values.at(arm).at(seed));
+      const auto stats = mean_se(values);
+      rows.push_back(group.first_row);
+      arm_names.push_back(arm);
+      means.push_back(stats.mean);
+      sds.push_back(stats.se * std::sqrt(static_cast<double>(stats.n)));
+      ses.push_back(stats.se);
+      counts.push_back(stats.n);
+      seeds.push_back(join(arm_seeds, ","));
+    }
+  }
+  const std::vector<std::string> reserved{"statistic", options.by, "mean", "sd", "se", "n", "seeds"};
+  result.table = group_columns(input, grouping, rows, reserved);
+  result.table.add_key("statistic", std::vector<std::string>(rows.size(), "mean"));
+  result.table.add_key(options.by, arm_names);
+  const auto& units = input.column(options.value).units;
+  result.table.add_value("mean", means).units = units;
+  result.table.add_value("sd", sds).units = units;
+  result.table.add_value("se", ses).units = units;
+  result.table.add_value("n", counts);
+  result.table.add_value("seeds", seeds);
+  return result;
+}
+
 StatsResult decompose(const ResultTable& input, const DecomposeOptions& options) {
   auto grouping = group_rows(input, options.pair, options.by, options.value);
   require_arm_somewhere(grouping, options.ref, options.by, "--ref");

@@ -73,4 +73,11 @@ StatsResult paired_differences(const ResultTable& input, const PairOptions& opti
 /// both arms must be in every group).
 StatsResult decompose(const ResultTable& input, const DecomposeOptions& options);
 
+/// Every arm's own mean over the pairing column per group (Table 10: mean ± standard deviation
+/// over seeds; no pairing). Output columns: the group keys, `statistic` ("mean"), the arm column,
+/// then values `mean`, `sd` (sample standard deviation, NaN for one value), `se` (sd/√n), `n`,
+/// `seeds`. Rows whose value is NaN are left out. Throws UsageError for an absent column, and
+/// InputError for two rows of the same group, arm and seed.
+StatsResult summarize(const ResultTable& input, const PairOptions& options);
+
 }  // namespace sg

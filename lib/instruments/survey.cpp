@@ -306,52 +306,6 @@ void append_survey(ResultTable& table, const SurveyedModel& model, const std::ve
   }
 }
 
-bool is_pretrained_folder(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0)
-    throw InputError(path + ": no such file or folder",
-                     "give a Hugging Face checkpoint folder (config.json + model.safetensors) or an sg-train run file");
-  return S_ISDIR(info.st_mode);
-}
-
-std::string default_model_name(const std::string& path) {
-  std::string name = path;
-  while (name.size() > 1 && name.back() == '/') name.pop_back();
-  const auto slash = name.rfind('/');
-  if (slash != std::string::npos) name = name.substr(slash + 1);
-  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0) name.resize(name.size() - 3);
-  return name;
-}
-
-std::vector<std::string> survey_input_files(const std::string& path, const std::string& tokenizer) {
-  std::vector<std::string> files;
-  auto is_file = [](const std::string& candidate) {
-    struct stat info {};
-    return stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-  };
-  const bool folder = is_pretrained_folder(path);
-  if (folder) {
-    read_pretrained_config(path + "/config.json");
-    files.push_back(path + "/config.json");
-    for (const auto& p : SafetensorsFolder::open(path).paths()) files.push_back(p);
-  } else {
-    read_run_state(path);  // the file kind and version
-    files.push_back(path);
-  }
-  // The vocabulary files that survey_checkpoint will read.
-  if (!tokenizer.empty()) {
-    if (is_file(tokenizer)) files.push_back(tokenizer);
-  } else if (!folder) {
-    if (is_file(default_vocabulary_path())) files.push_back(default_vocabulary_path());
-  } else if (is_file(path + "/tokenizer.json")) {
-    files.push_back(path + "/tokenizer.json");
-  } else {
-    for (const char* name : {"/vocab.json", "/merges.txt"})
-      if (is_file(path + name)) files.push_back(path + name);
-  }
-  return files;
-}
-
 void survey_checkpoint(const std::string& path, const std::string& text, const SurveyRun& run, ResultTable& table) {
   run.statistics.validate();
   const auto started = std::chrono::steady_clock::now();

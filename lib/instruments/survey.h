@@ -63,6 +63,7 @@
 
 #include "lib/io/results.h"
 #include "lib/model/attention.h"
+#include "lib/model/language_model.h"
 
 namespace sg {
 
@@ -166,19 +167,6 @@ struct SurveyRun {
   std::string device = "cpu";
   std::string text_source = "text";  // names the text in messages (its path)
 };
-
-/// True when `path` is a folder (a Hugging Face checkpoint), false for a file (a sinkgate run
-/// file). Throws InputError when it does not exist.
-bool is_pretrained_folder(const std::string& path);
-
-/// A folder's base name (a file's without ".h5").
-std::string default_model_name(const std::string& path);
-
-/// The files a survey of `path` reads (config.json and the safetensors files, or the run file,
-/// and the vocabulary), for provenance; `tokenizer` as SurveyRun::tokenizer. Checks config.json
-/// and the safetensors headers, or the run file's kind, so that a bad input fails before any
-/// model is run. Throws InputError when a file is absent or malformed.
-std::vector<std::string> survey_input_files(const std::string& path, const std::string& tokenizer);
 
 /// Surveys one checkpoint (a Hugging Face folder or a sinkgate run file) on `text`: tokenises it
 /// with the model's tokenizer (the folder's tokenizer.json or vocab.json + merges.txt; for run

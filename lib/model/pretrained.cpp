@@ -134,13 +134,15 @@ class WeightReader {
   int64_t count_ = 0;
 };
 
-/// (B, H, T, d): the first `dims` dimensions rotated by position (GPT-NeoX's rotate-half form).
-torch::Tensor apply_rotary(const torch::Tensor& x, int64_t dims, double base) {
+/// (B, H, T, d): the first `dims` dimensions rotated by position, positions offset .. offset + T - 1
+/// (GPT-NeoX's rotate-half form).
+torch::Tensor apply_rotary(const torch::Tensor& x, int64_t dims, double base, int64_t offset) {
   if (dims == 0) return x;
   const int64_t length = x.size(2);
   const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
   const auto inv_freq = 1.0 / torch::pow(base, torch::arange(0, dims, 2, options) / static_cast<double>(dims));  // (dims/2)
-  const auto freqs = torch::arange(length, options).unsqueeze(1) * inv_freq.unsqueeze(0);                      // (T, dims/2)
+  const auto positions = torch::arange(offset, offset + length, options);
+  const auto freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);  // (T, dims/2)
   const auto angles = torch::cat({freqs, freqs}, -1);                                                          // (T, dims)
   const auto cos = angles.cos(), sin = angles.sin();
   const auto rotated = x.narrow(-1, 0, dims);
@@ -325,21 +327,36 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
 }
 
 torch::Tensor PretrainedModel::attention(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
-                                         const TelemetryCallback& telemetry) const {
+                                         const TelemetryCallback& telemetry, PretrainedCache* cache) const {
   const auto& c = config_;
   const int64_t batch = x.size(0), length = x.size(1), h = c.n_head, d = c.head_dim();
+  const int64_t offset = cache ? cache->tokens : 0;
   const auto qkv = linear(x, block.qkv_weight, block.qkv_bias).view({batch, length, 3, h, d}).permute({2, 0, 3, 1, 4});
   auto q = qkv[0], k = qkv[1];  // (B, H, T, d)
-  const auto v = qkv[2];
+  auto v = qkv[2];
   if (c.architecture == Architecture::gpt_neox) {
-    q = apply_rotary(q, c.rotary_dims(), c.rotary_base);
-    k = apply_rotary(k, c.rotary_dims(), c.rotary_base);
+    q = apply_rotary(q, c.rotary_dims(), c.rotary_base, offset);
+    k = apply_rotary(k, c.rotary_dims(), c.rotary_base, offset);
+  }
+  if (cache) {
+    auto& keys = cache->keys[static_cast<size_t>(layer)];
+    auto& values = cache->values[static_cast<size_t>(layer)];
+    keys = keys.defined() ? torch::cat({keys, k}, 2) : k;  // (B, H, offset + T, d)
+    values = values.defined() ? torch::cat({values, v}, 2) : v;
+    k = keys;
+    v = values;
   }
   double scale = 1.0;
   if (c.architecture == Architecture::gpt_neox || c.scale_attn_weights) scale = 1.0 / std::sqrt(static_cast<double>(d));
   if (c.scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(layer + 1);
   torch::Tensor y;  // (B, H, T, d)
-  if (telemetry) {
+  if (cache) {
+    // Query offset + i sees keys 0 .. offset + i.
+    const auto options = torch::TensorOptions().dtype(torch::kLong).device(x.device());
+    const auto visible = torch::arange(offset + length, options).unsqueeze(0) <=
+                         torch::arange(offset, offset + length, options).unsqueeze(1);  // (T, offset + T)
+    y = at::scaled_dot_product_attention(q, k, v, visible, /*dropout_p=*/0.0, /*is_causal=*/false, scale);
+  } else if (telemetry) {
     auto logits = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B, H, T, T)
     const auto future = torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
     logits = logits.masked_fill(future, -std::numeric_limits<float>::infinity());
@@ -357,7 +374,7 @@ torch::Tensor PretrainedModel::attention(const PretrainedBlock& block, int64_t l
 }
 
 torch::Tensor PretrainedModel::block_forward(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
-                                             const TelemetryCallback& telemetry) const {
+                                             const TelemetryCallback& telemetry, PretrainedCache* cache) const {
   const auto& c = config_;
   auto norm = [&](const torch::Tensor& t, const torch::Tensor& w, const torch::Tensor& b) {
     return torch::layer_norm(t, {c.n_embd}, w, b, c.layer_norm_eps);
@@ -366,31 +383,51 @@ torch::Tensor PretrainedModel::block_forward(const PretrainedBlock& block, int64
     const auto hidden = torch::gelu(linear(t, block.fc_weight, block.fc_bias), c.gelu_tanh ? "tanh" : "none");
     return linear(hidden, block.out_weight, block.out_bias);
   };
-  const auto attended = attention(block, layer, norm(x, block.ln1_weight, block.ln1_bias), telemetry);
+  const auto attended = attention(block, layer, norm(x, block.ln1_weight, block.ln1_bias), telemetry, cache);
   if (c.architecture == Architecture::gpt_neox && c.use_parallel_residual)
     return x + attended + mlp(norm(x, block.ln2_weight, block.ln2_bias));
   const auto mid = x + attended;
   return mid + mlp(norm(mid, block.ln2_weight, block.ln2_bias));
 }
 
-torch::Tensor PretrainedModel::hidden(const torch::Tensor& idx, const TelemetryCallback& telemetry) const {
+torch::Tensor PretrainedModel::run(const torch::Tensor& idx, const TelemetryCallback& telemetry,
+                                   PretrainedCache* cache) const {
   TORCH_CHECK(idx.dim() == 2, "idx must be (B, T)");
+  const int64_t offset = cache ? cache->tokens : 0;
   const int64_t length = idx.size(1);
-  if (length > config_.n_positions)
-    throw UsageError("sequence of " + std::to_string(length) + " tokens exceeds the context length " +
+  if (offset + length > config_.n_positions)
+    throw UsageError("sequence of " + std::to_string(offset + length) + " tokens exceeds the context length " +
                          std::to_string(config_.n_positions) + " of " + folder_,
-                     "use a shorter --block-length");
+                     "use a shorter sequence");
+  if (cache && cache->keys.empty()) {
+    cache->keys.resize(blocks_.size());
+    cache->values.resize(blocks_.size());
+  }
   torch::NoGradGuard no_grad;
   const auto ids = idx.to(device(), torch::kLong);
   auto x = F::embedding(ids, token_embedding_);  // (B, T, C)
-  if (position_embedding_.defined()) x = x + position_embedding_.narrow(0, 0, length).unsqueeze(0);
-  for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward(blocks_[l], static_cast<int64_t>(l), x, telemetry);
+  if (position_embedding_.defined()) x = x + position_embedding_.narrow(0, offset, length).unsqueeze(0);
+  for (size_t l = 0; l < blocks_.size(); ++l)
+    x = block_forward(blocks_[l], static_cast<int64_t>(l), x, telemetry, cache);
+  if (cache) cache->tokens += length;
   return torch::layer_norm(x, {config_.n_embd}, final_norm_weight_, final_norm_bias_, config_.layer_norm_eps);
 }
 
-torch::Tensor PretrainedModel::forward(const torch::Tensor& idx, const TelemetryCallback& telemetry) const {
+torch::Tensor PretrainedModel::hidden(const torch::Tensor& idx, const TelemetryCallback& telemetry) const {
+  return run(idx, telemetry, nullptr);
+}
+
+torch::Tensor PretrainedModel::hidden(const torch::Tensor& idx, PretrainedCache& cache) const {
+  return run(idx, {}, &cache);
+}
+
+torch::Tensor PretrainedModel::head(const torch::Tensor& hidden) const {
   torch::NoGradGuard no_grad;
-  return F::linear(hidden(idx, telemetry), head_weight_);
+  return F::linear(hidden, head_weight_);
+}
+
+torch::Tensor PretrainedModel::forward(const torch::Tensor& idx, const TelemetryCallback& telemetry) const {
+  return head(hidden(idx, telemetry));
 }
 
 }  // namespace sg

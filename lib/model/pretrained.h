@@ -19,7 +19,7 @@
 // present with the shape config.json implies and, when config.json declares a dtype
 // ("torch_dtype" or "dtype"), with that dtype.
 //
-// Not here: tokenisation (tokenizer.h), the survey statistics (survey.h), training or caching.
+// Not here: tokenisation (tokenizer.h), the survey statistics (survey.h), training.
 #pragma once
 #include <torch/torch.h>
 
@@ -77,6 +77,12 @@ struct PretrainedBlock {
   torch::Tensor out_weight, out_bias;    // (C, n_inner), (C)
 };
 
+/// The keys and values of every layer for incremental decoding (keys after the rotary embedding).
+struct PretrainedCache {
+  std::vector<torch::Tensor> keys, values;  // per layer (B, H, tokens, d)
+  int64_t tokens = 0;                       // positions consumed so far
+};
+
 class PretrainedModel {
  public:
   /// Loads config.json and the safetensors weights of a checkpoint folder onto `device` (float32).
@@ -91,6 +97,14 @@ class PretrainedModel {
   /// idx (B, T) -> hidden states after the final LayerNorm (B, T, C); the head is not applied.
   torch::Tensor hidden(const torch::Tensor& idx, const TelemetryCallback& telemetry = {}) const;
 
+  /// The next positions idx (B, T) after those already in `cache` -> their hidden states (B, T, C);
+  /// their keys and values are appended to the cache. The same values as hidden() on the whole
+  /// sequence (up to rounding). UsageError past n_positions.
+  torch::Tensor hidden(const torch::Tensor& idx, PretrainedCache& cache) const;
+
+  /// Hidden states (..., C) -> logits (..., V), float32.
+  torch::Tensor head(const torch::Tensor& hidden) const;
+
   const PretrainedConfig& config() const { return config_; }
   const std::string& folder() const { return folder_; }
   /// The files read (config.json and the safetensors files), for provenance.
@@ -101,10 +115,11 @@ class PretrainedModel {
   torch::Device device() const { return token_embedding_.device(); }
 
  private:
+  torch::Tensor run(const torch::Tensor& idx, const TelemetryCallback& telemetry, PretrainedCache* cache) const;
   torch::Tensor block_forward(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
-                              const TelemetryCallback& telemetry) const;
+                              const TelemetryCallback& telemetry, PretrainedCache* cache) const;
   torch::Tensor attention(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
-                          const TelemetryCallback& telemetry) const;
+                          const TelemetryCallback& telemetry, PretrainedCache* cache) const;
 
   PretrainedConfig config_;
   std::string folder_;

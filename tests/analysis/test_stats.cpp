@@ -223,3 +223,22 @@ TEST_CASE("decomposition terms are paired per seed with their own standard error
   const auto no_both = input.where("arm", {"baseline", "sinklogit", "normgate"});
   CHECK_THROWS_WITH(sg::decompose(no_both, {}), Catch::Contains("combo"));
 }
+
+TEST_CASE("summary: every arm's mean and standard deviation over seeds, no pairing") {
+  // A/baseline 1, 2, 4 → mean 7/3; deviations −4/3, −1/3, 5/3 → Σ² = 42/9 → sd = √(42/18) = 1.5275252.
+  // A/x on seeds 5 and 9 only (nothing to pair with): 3, 5 → mean 4, sd √2. B/baseline one seed: sd NaN.
+  const auto table = runs({{"A", "baseline", 0, 1.0}, {"A", "baseline", 1, 2.0}, {"A", "baseline", 2, 4.0},
+                           {"A", "x", 5, 3.0}, {"A", "x", 9, 5.0}, {"B", "baseline", 0, 6.0}});
+  sg::PairOptions options;
+  const auto result = sg::summarize(table, options);
+  REQUIRE(result.table.rows() == 3);
+  CHECK_THAT(cell(result.table, {{"tier", "A"}, {"arm", "baseline"}}, "mean"), WithinAbs(7.0 / 3.0, 1e-12));
+  CHECK_THAT(cell(result.table, {{"tier", "A"}, {"arm", "baseline"}}, "sd"), WithinAbs(1.5275252, 1e-7));
+  CHECK_THAT(cell(result.table, {{"tier", "A"}, {"arm", "baseline"}}, "se"), WithinAbs(1.5275252 / std::sqrt(3.0), 1e-7));
+  CHECK_THAT(cell(result.table, {{"tier", "A"}, {"arm", "x"}}, "sd"), WithinAbs(std::sqrt(2.0), 1e-12));
+  CHECK(result.table.column("seeds").text(find_row(result.table, {{"tier", "A"}, {"arm", "x"}})) == "5,9");
+  CHECK(std::isnan(cell(result.table, {{"tier", "B"}, {"arm", "baseline"}}, "sd")));
+  CHECK(result.table.column("statistic").text(0) == "mean");
+  options.arms = {"x"};
+  CHECK(sg::summarize(table, options).table.rows() == 1);
+}

@@ -27,3 +27,48 @@ ${SG_EVAL_DATA}/other.h5 --resume -o ${SG_EVAL_DATA}/resume.h5; echo \"exit $?\"
 set_tests_properties("cli: sg-train --resume refuses a token file the run was not trained on" PROPERTIES
                      FIXTURES_REQUIRED "sg_tokens;sg_run;sg_eval_other"
                      PASS_REGULAR_EXPRESSION "resume.h5 was trained on .*exit 3")
+
+# The zero-shot tasks on tiny task files written here (their numbers are checked against the
+# Python reference in tests/instruments/test_zero_shot.cpp; these tests check the tool: the
+# options, the long table, --examples, the errors naming the file).
+file(WRITE ${SG_EVAL_DATA}/lambada.jsonl [=[{"text": "The cat sat on the mat and the cat"}
+{"text": "He bought bread at the store, but the store had no bread"}
+]=])
+file(WRITE ${SG_EVAL_DATA}/hellaswag.jsonl [=[{"activity_label": "Cooking", "ctx_a": "A man cuts an onion.", "ctx_b": "he [title] then", "endings": ["cries.", "laughs  loudly.", "[step] sings.", "runs"], "label": "0"}
+]=])
+file(WRITE ${SG_EVAL_DATA}/wiki.test.raw " \n = Title = \n \n Hello @-@ world , this is ( a test ) . \n \n = = Part = = \n More text 's here . \n")
+file(WRITE ${SG_EVAL_DATA}/nofield.jsonl "{\"passage\": \"a b\"}\n")
+file(WRITE ${SG_EVAL_DATA}/empty.jsonl "")
+set(SG_EVAL_TASKS "--lambada ${SG_EVAL_DATA}/lambada.jsonl --hellaswag ${SG_EVAL_DATA}/hellaswag.jsonl \
+--wikitext ${SG_EVAL_DATA}/wiki.test.raw")
+add_test(NAME "cli: sg-eval zero-shot tasks write the long table and every example"
+         COMMAND sh -c "$<TARGET_FILE:sg-eval> ${SG_CLI_DATA}/run.h5 --task val,lambada,hellaswag,wikitext --tokens \
+${SG_CLI_DATA}/tokens.h5 --batches 1 ${SG_EVAL_TASKS} --examples ${SG_EVAL_DATA}/examples.h5 --force -o \
+${SG_EVAL_DATA}/zero-shot.h5 --log-level quiet && $<TARGET_FILE:sg-tabulate> ${SG_EVAL_DATA}/zero-shot.h5 --format csv \
+&& $<TARGET_FILE:sg-tabulate> ${SG_EVAL_DATA}/examples.h5 --format csv")
+set_tests_properties("cli: sg-eval zero-shot tasks write the long table and every example" PROPERTIES
+                     FIXTURES_REQUIRED "sg_tokens;sg_run"
+                     PASS_REGULAR_EXPRESSION "val,loss,all,[0-9.]+,[0-9]+.*lambada,acc,all,[0-9.]+,2.*lambada,perplexity,all.*lambada,acc,1-32,[0-9.]+,2.*hellaswag,acc_norm,all.*wikitext,ppl,all,[0-9.]+,26.*wikitext,word_perplexity.*lambada,0,-1,-?[0-9.]+,[01],-1,8,1.*hellaswag,0,3,")
+add_test(NAME "cli: sg-eval names a missing task file and says how to get it"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval>
+                 "-DARGS=${SG_CLI_DATA}/run.h5;--task;lambada;--lambada;${SG_EVAL_DATA}/absent.jsonl;-o;-"
+                 -DEXPECT_CODE=3 "-DEXPECT_STDERR=absent.jsonl: cannot be read" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-eval names a missing task file and says how to get it" PROPERTIES FIXTURES_REQUIRED sg_run)
+add_test(NAME "cli: sg-eval refuses a task file without its field"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval>
+                 "-DARGS=${SG_CLI_DATA}/run.h5;--task;lambada;--lambada;${SG_EVAL_DATA}/nofield.jsonl;-o;-"
+                 -DEXPECT_CODE=3 "-DEXPECT_STDERR=nofield.jsonl: line 1 has no \"text\" field" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-eval refuses a task file without its field" PROPERTIES FIXTURES_REQUIRED sg_run)
+add_test(NAME "cli: sg-eval refuses an empty task file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval>
+                 "-DARGS=${SG_CLI_DATA}/run.h5;--task;hellaswag;--hellaswag;${SG_EVAL_DATA}/empty.jsonl;-o;-"
+                 -DEXPECT_CODE=3 "-DEXPECT_STDERR=empty.jsonl: holds no records" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-eval refuses an empty task file" PROPERTIES FIXTURES_REQUIRED sg_run)
+add_test(NAME "cli: sg-eval --task names the known tasks"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval> "-DARGS=${SG_CLI_DATA}/run.h5;--task;lambda;-o;-"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=unknown task 'lambda'" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-eval --task names the known tasks" PROPERTIES FIXTURES_REQUIRED sg_run)
+add_test(NAME "cli: sg-eval val needs the token file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval> "-DARGS=${SG_CLI_DATA}/run.h5;-o;-"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=needs --tokens" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-eval val needs the token file" PROPERTIES FIXTURES_REQUIRED sg_run)

@@ -101,6 +101,31 @@ TEST_CASE("pretrained: logits and attention weights match transformers", "[pretr
   }
 }
 
+TEST_CASE("pretrained: decoding with the key-value cache gives transformers' logits", "[pretrained][reference]") {
+  for (const auto& name : kModels) {
+    INFO("model " << name);
+    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU);
+    const auto reference = sg::SafetensorsFile::open(fixtures() + "/" + name + ".reference.safetensors");
+    const auto ids = sg::load_tensor(reference, "ids");  // (B, T)
+    const auto expected = sg::load_tensor(reference, "logits");
+    // Chunks of 5, then 1, 1, 3, … positions: the rotary and learned positions must follow the
+    // cache's offset, and each chunk must see every earlier position.
+    sg::PretrainedCache cache;
+    std::vector<torch::Tensor> pieces;
+    const int64_t length = ids.size(1);
+    const std::vector<int64_t> chunks = {5, 1, 1, 3};
+    for (int64_t at = 0, c = 0; at < length; ++c) {
+      const int64_t take = std::min(length - at, chunks[static_cast<size_t>(c) % chunks.size()]);
+      pieces.push_back(model.head(model.hidden(ids.narrow(1, at, take), cache)));
+      at += take;
+    }
+    CHECK(cache.tokens == length);
+    const double error = max_difference(torch::cat(pieces, 1), expected);
+    std::printf("%-18s max |cached logits - transformers| %.2e\n", name.c_str(), error);
+    CHECK(error < 1e-4);
+  }
+}
+
 TEST_CASE("pretrained: config.json in both spellings of the rotary settings", "[pretrained]") {
   const auto modern = sg::read_pretrained_config(fixtures() + "/neox-parallel/config.json");
   CHECK(modern.architecture == sg::Architecture::gpt_neox);

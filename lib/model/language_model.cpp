@@ -1,0 +1,143 @@
+// language_model.cpp — see language_model.h.
+#include "lib/model/language_model.h"
+
+#include <sys/stat.h>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/safetensors.h"
+
+namespace sg {
+namespace {
+
+bool is_file(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+}  // namespace
+
+bool is_pretrained_folder(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0)
+    throw InputError(path + ": no such file or folder",
+                     "give a Hugging Face checkpoint folder (config.json + model.safetensors) or an sg-train run file");
+  return S_ISDIR(info.st_mode);
+}
+
+std::string default_model_name(const std::string& path) {
+  std::string name = path;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  const auto slash = name.rfind('/');
+  if (slash != std::string::npos) name = name.substr(slash + 1);
+  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0) name.resize(name.size() - 3);
+  return name;
+}
+
+std::vector<std::string> model_input_files(const std::string& path, const std::string& tokenizer) {
+  std::vector<std::string> files;
+  const bool folder = is_pretrained_folder(path);
+  if (folder) {
+    read_pretrained_config(path + "/config.json");
+    files.push_back(path + "/config.json");
+    for (const auto& p : SafetensorsFolder::open(path).paths()) files.push_back(p);
+  } else {
+    read_run_state(path);  // the file kind and version
+    files.push_back(path);
+  }
+  // The vocabulary files that loading will read.
+  if (!tokenizer.empty()) {
+    if (is_file(tokenizer)) files.push_back(tokenizer);
+  } else if (!folder) {
+    if (is_file(default_vocabulary_path())) files.push_back(default_vocabulary_path());
+  } else if (is_file(path + "/tokenizer.json")) {
+    files.push_back(path + "/tokenizer.json");
+  } else {
+    for (const char* name : {"/vocab.json", "/merges.txt"})
+      if (is_file(path + name)) files.push_back(path + name);
+  }
+  return files;
+}
+
+LanguageModel LanguageModel::load(const std::string& path, const torch::Device& device, const std::string& tokenizer) {
+  LanguageModel model;
+  model.path_ = path;
+  model.device_ = device;
+  const bool folder = is_pretrained_folder(path);
+  model.vocabulary_ = !tokenizer.empty() ? tokenizer : folder ? path : default_vocabulary_path();
+  model.tokenizer_ = std::make_shared<const Tokenizer>(Tokenizer::load(model.vocabulary_));
+  if (folder) {
+    model.pretrained_ = std::make_shared<const PretrainedModel>(PretrainedModel::load(path, device));
+    model.name_ = default_model_name(path);
+  } else {
+    model.run_state_ = std::make_shared<RunState>(read_run_state(path));
+    model.run_ = load_model(path, device).ptr();
+    model.run_->eval();
+    const auto& c = model.run_state_->config;
+    model.name_ = c.tier + "/" + c.model.arm.name() + "/" + std::to_string(c.seed);
+  }
+  if (model.tokenizer_->vocab_size() > model.vocab_size())
+    throw InputError(model.vocabulary_ + ": has " + std::to_string(model.tokenizer_->vocab_size()) +
+                         " token ids, more than the vocabulary of " + std::to_string(model.vocab_size()) + " of " + path,
+                     folder ? "use the checkpoint's own tokenizer (leave out --tokenizer)"
+                            : "give the vocabulary the run was trained with (--tokenizer)");
+  return model;
+}
+
+LanguageModel LanguageModel::wrap(GPT model, const RunConfig& config, const std::string& vocabulary, const std::string& name) {
+  LanguageModel wrapped;
+  wrapped.path_ = name;
+  wrapped.name_ = name;
+  wrapped.vocabulary_ = vocabulary;
+  wrapped.tokenizer_ = std::make_shared<const Tokenizer>(Tokenizer::load(vocabulary));
+  wrapped.run_state_ = std::make_shared<RunState>();
+  wrapped.run_state_->config = config;
+  wrapped.device_ = model->wte->weight.device();
+  wrapped.run_ = model.ptr();
+  wrapped.run_->eval();
+  if (wrapped.tokenizer_->vocab_size() > wrapped.vocab_size())
+    throw InputError(vocabulary + ": has more token ids than the vocabulary of " + std::to_string(wrapped.vocab_size()) +
+                     " of " + name);
+  return wrapped;
+}
+
+const RunState& LanguageModel::run_state() const {
+  if (!run_state_) throw UsageError(path_ + " is a pretrained checkpoint, not a run file");
+  return *run_state_;
+}
+
+std::string LanguageModel::family() const { return pretrained_ ? pretrained_->config().model_type() : "sinkgate"; }
+
+int64_t LanguageModel::context_length() const {
+  return pretrained_ ? pretrained_->config().n_positions : run_state_->config.model.block_size;
+}
+
+int64_t LanguageModel::vocab_size() const {
+  return pretrained_ ? pretrained_->config().vocab_size : run_state_->config.model.vocab_size;
+}
+
+torch::Tensor LanguageModel::hidden(const torch::Tensor& idx) const {
+  torch::NoGradGuard no_grad;
+  if (pretrained_) return pretrained_->hidden(idx);
+  if (idx.size(1) > context_length())
+    throw UsageError("sequence of " + std::to_string(idx.size(1)) + " tokens exceeds the context length " +
+                     std::to_string(context_length()) + " of " + path_);
+  return run_->hidden(idx.to(device_, torch::kLong));
+}
+
+torch::Tensor LanguageModel::hidden(const torch::Tensor& idx, DecodeCache& cache) const {
+  torch::NoGradGuard no_grad;
+  if (pretrained_) return pretrained_->hidden(idx, cache.pretrained);
+  if (cache.run.tokens + idx.size(1) > context_length())
+    throw UsageError("sequence of " + std::to_string(cache.run.tokens + idx.size(1)) +
+                     " tokens exceeds the context length " + std::to_string(context_length()) + " of " + path_);
+  return run_->hidden(idx.to(device_, torch::kLong), &cache.run);
+}
+
+torch::Tensor LanguageModel::head(const torch::Tensor& hidden) const {
+  torch::NoGradGuard no_grad;
+  if (pretrained_) return pretrained_->head(hidden);
+  return torch::nn::functional::linear(hidden, run_->wte->weight).to(torch::kFloat32);
+}
+
+}  // namespace sg
