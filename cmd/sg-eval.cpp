@@ -167,7 +167,8 @@ void run(const Options& options, const std::string& command_line) {
   inputs.insert(inputs.end(), model_files.begin(), model_files.end());
   sg::h5::check_writable(options.common.output, options.common.force, inputs);
   if (!options.examples.empty()) sg::h5::check_writable(options.examples, options.common.force, inputs);
-  if (tasks.size() == 1 && all_runs && options.examples.empty() && options.context == 0) return run_wide(options, command_line);
+  if (tasks == std::vector<std::string>{"val"} && all_runs && options.examples.empty() && options.context == 0)
+    return run_wide(options, command_line);
 
   const auto device = sg::parse_device(options.common.device);
   const std::string config = "tasks=" + options.tasks + " batches=" + std::to_string(options.batches) +

@@ -72,3 +72,8 @@ add_test(NAME "cli: sg-eval val needs the token file"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-eval> "-DARGS=${SG_CLI_DATA}/run.h5;-o;-"
                  -DEXPECT_CODE=2 "-DEXPECT_STDERR=needs --tokens" -P ${SG_EXPECT})
 set_tests_properties("cli: sg-eval val needs the token file" PROPERTIES FIXTURES_REQUIRED sg_run)
+add_test(NAME "cli: sg-eval one zero-shot task alone"
+         COMMAND sh -c "$<TARGET_FILE:sg-eval> ${SG_CLI_DATA}/run.h5 --task lambada --lambada ${SG_EVAL_DATA}/lambada.jsonl \
+--log-level quiet -o - | $<TARGET_FILE:sg-tabulate> - --format csv")
+set_tests_properties("cli: sg-eval one zero-shot task alone" PROPERTIES FIXTURES_REQUIRED sg_run
+                     PASS_REGULAR_EXPRESSION "tiny,combo2,0,tiny/combo2/0,sinkgate,lambada,acc,all,")
