@@ -20,7 +20,7 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 
 # --- 1. Debian packages ---------------------------------------------------------------
 DEB_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config
-              libhdf5-dev libcli11-dev catch2 nlohmann-json3-dev libssl-dev libicu-dev
+              libhdf5-dev libcli11-dev catch2 nlohmann-json3-dev libssl-dev libicu-dev libgloo-dev
               python3-venv python3.11-doc gnuplot-nox)
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -39,6 +39,7 @@ struct Options {
   std::vector<std::string> labels;
   double log_interval = 10;
   std::string log_json;
+  double dist_timeout = 600;
 };
 
 std::string describe_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
@@ -80,6 +81,10 @@ sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& pars
 
 void run(const Options& options, const sg::cli::Parser& parser) {
   sg::log::set_level(options.common.log_level);
+  // Launched by torchrun or srun: one rank of a data-parallel run. Progress comes from rank 0
+  // (the others log at --log-level debug only); errors from every rank.
+  const auto distributed = sg::distributed_env();
+  if (distributed.distributed() && distributed.rank != 0 && options.common.log_level != "debug") sg::log::set_level("quiet");
   sg::set_threads(options.common.threads);
   if (options.common.output.empty()) throw sg::UsageError("no output run file", "give -o FILE.h5");
   if (options.common.output == "-")  // every checkpoint rewrites the run file: stdout would get one file each
@@ -90,7 +95,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   if (options.resume) {
     config = resumed_config(options, parser);
   } else {
-    sg::h5::check_writable(options.common.output, options.common.force, {options.tokens});
+    if (distributed.rank == 0) sg::h5::check_writable(options.common.output, options.common.force, {options.tokens});
     config = sg::make_run_config(options.tier, options.arm, options.common.seed);
     if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
     sg::apply_overrides(config, options.overrides);
@@ -104,6 +109,11 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   train.force = options.common.force;
   train.resume = options.resume;
   train.device = sg::parse_device(options.common.device);
+  train.distributed = distributed;
+  if (options.dist_timeout <= 0) throw sg::UsageError("--dist-timeout must be positive (seconds)");
+  train.timeout_seconds = options.dist_timeout;
+  if (distributed.distributed() && train.device.is_cuda() && !train.device.has_index())
+    train.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(distributed.local_rank));  // LOCAL_RANK's GPU
   train.stop_after = options.stop_after;
   train.labels = sg::parse_labels(options.labels);
   if (options.log_interval < 0) throw sg::UsageError("--log-interval must be >= 0 (0: a line at evaluations only)");
@@ -116,7 +126,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   sg::log::info(std::string(options.resume ? "sg-train: resuming " : "sg-train: ") + "tier " + config.tier + ", arm " + config.model.arm.name() + ", seed " +
                 std::to_string(config.seed) + ", " + std::to_string(config.train.iterations) + " steps of " +
                 std::to_string(config.train.batch()) + " x " + std::to_string(config.model.block_size) + " tokens on " +
-                train.device.str());
+                train.device.str() + (distributed.distributed() ? ", " + distributed.describe() : ""));
   const auto summary = sg::train(config, train);
   std::ostringstream line;
   line << std::fixed << std::setprecision(4) << "sg-train: " << (summary.finished ? "finished" : "stopped")
@@ -132,8 +142,6 @@ int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-train", "Train one model (tier, arm, seed) on a token file; writes a run file.");
   parser.option("--tokens", options.tokens, "token file from sg-tokenize", /*required=*/true);
-  parser.footer("Environment: SG_CPU_KERNELS=0 turns off the CPU fast paths of the float32 loss (MKL's packed GEMM, "
-                "the AVX-512 softmax rows); the same arithmetic then runs through torch::mm and ATen.");
   parser.option("--tier", options.tier, "tier preset: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
   parser.option("--arm", options.arm, "arm: one of the nine of Table 4, or ZERO+FILTER");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kSeed | sg::cli::kDevice |
@@ -159,5 +167,12 @@ int main(int argc, char** argv) {
   parser.flag("--allow-other-tokens", options.allow_other_tokens,
               "resume on a token file other than the run's (by SHA-256): a warning, not an error");
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
+  parser.option("--dist-timeout", options.dist_timeout,
+                "data parallelism: seconds the ranks wait for each other (rendezvous, every collective)");
+  parser.footer("Environment: SG_CPU_KERNELS=0 turns off the CPU fast paths of the float32 loss (MKL's packed GEMM, "
+                "the AVX-512 softmax rows); the same arithmetic then runs through torch::mm and ATen. Data parallelism: "
+                "launched by torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, "
+                "SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_NODELIST), sg-train runs as one rank: NCCL with --device cuda "
+                "(the GPU of LOCAL_RANK), Gloo on CPUs; GLOO_SOCKET_IFNAME picks Gloo's interface.");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser); });
 }

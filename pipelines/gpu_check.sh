@@ -62,6 +62,18 @@ for arm in $ARMS baseline; do
 done
 cat "$OUT/throughput.tsv"
 
+# Data parallelism's own cost (issue 16: at most 2 %): the baseline again as a world of one rank
+# over NCCL (torchrun's variables set by hand), its tokens/s against the plain run's above.
+run="$OUT/tp-nccl.h5"
+RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29561 \
+  step "$BIN/sg-train" --tier 124M --arm baseline --device cuda --tokens "$TOKENS" -o "$run" --force \
+  --set iterations="$STEPS" --set warmup=2 --set eval_interval="$interval" --set eval_batches=1 \
+  --set final_eval_batches=1 --set checkpoint_interval=100000 2>&1 | tee "$OUT/tp-nccl.log"
+rate=$(grep -o '[0-9]* tok/s' "$OUT/tp-nccl.log" | tail -1 | cut -d' ' -f1)
+rm -f "$run"
+[ -n "$rate" ] && [ -n "$base" ] && awk -v r="$rate" -v b="$base" \
+  'BEGIN { printf "NCCL, world of one: %d tok/s, %+.1f%% against the plain run\n", r, 100 * (b / r - 1) }'
+
 # The injection battery on a 124M-shaped model (issue: under 5 minutes on one H200): a combo2 run of
 # two steps (its projection gate has left w_h = 0, so own-direction junk is defined), then every junk
 # type at both cutoffs and four doses, 8 batches of 8 x 512 tokens, and the exposure pass.

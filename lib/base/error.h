@@ -15,6 +15,7 @@ enum ExitCode : int {
   kExitOutput = 4,    // output exists (without --force) or is not writable
   kExitNumeric = 5,   // training diverged (non-finite loss)
   kExitInterrupted = 6,  // stopped by SIGTERM or SIGINT after writing a checkpoint (resume it)
+  kExitDistributed = 7,  // data-parallel training: a rank could not connect, was lost, or disagreed
 };
 
 /// Base class: a message, an optional hint for the user, and an exit code.
@@ -63,6 +64,14 @@ class InterruptedError : public Error {
  public:
   explicit InterruptedError(const std::string& message, std::string hint = "")
       : Error(message, std::move(hint), kExitInterrupted) {}
+};
+
+/// Data-parallel training failed across processes: a rank could not connect, was lost, or the
+/// ranks disagree.
+class DistributedError : public Error {
+ public:
+  explicit DistributedError(const std::string& message, std::string hint = "")
+      : Error(message, std::move(hint), kExitDistributed) {}
 };
 
 }  // namespace sg

@@ -17,6 +17,7 @@
 #include "lib/base/log.h"
 #include "lib/io/file_lock.h"
 #include "lib/io/h5.h"
+#include "lib/io/provenance.h"
 #include "lib/io/results.h"
 #include "lib/model/runtime.h"
 #include "lib/train/optimizer.h"
@@ -66,6 +67,20 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// Throws DistributedError unless every rank holds bitwise the same weights (a digest of them).
+void check_same_weights(GPTImpl& model, Communicator& communicator, int64_t step) {
+  torch::NoGradGuard no_grad;
+  std::string bytes;
+  for (const auto& item : model.named_parameters()) {
+    const auto cpu = item.value().detach().to(torch::kCPU).contiguous();
+    bytes.append(static_cast<const char*>(cpu.data_ptr()), static_cast<size_t>(cpu.numel() * cpu.element_size()));
+  }
+  const std::string digest = sha256_bytes(bytes);
+  communicator.check_same(digest, "the weights after step " + std::to_string(step));
+  log::info("sg-train: rank " + std::to_string(communicator.rank()) + ": the " + std::to_string(communicator.world_size()) +
+            " ranks hold the same weights after step " + std::to_string(step) + " (sha256 " + digest.substr(0, 16) + "…)");
+}
+
 }  // namespace
 
 Batch training_batch(const TokenFile& tokens, const RunConfig& config, int64_t step, int64_t micro) {
@@ -75,20 +90,27 @@ Batch training_batch(const TokenFile& tokens, const RunConfig& config, int64_t s
 }
 
 double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig& config, int64_t batches,
-                       const torch::Device& device) {
+                       const torch::Device& device, Communicator* communicator) {
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(device);
   const bool was_training = model.is_training();
   model.eval();
   const auto& t = config.train;
   const int64_t sequences = batches * t.batch();
+  const auto [begin, count_here] =
+      communicator ? rank_share(sequences, communicator->rank(), communicator->world_size()) : std::make_pair(int64_t{0}, sequences);
   double total = 0;
-  for (int64_t first = 0; first < sequences; first += t.micro_batch) {
-    const int64_t count = std::min(t.micro_batch, sequences - first);
+  for (int64_t first = begin; first < begin + count_here; first += t.micro_batch) {
+    const int64_t count = std::min(t.micro_batch, begin + count_here - first);
     const auto batch = sample_batch(tokens, Split::val, t.eval_seed, first, count, config.model.block_size);
     total += model.loss(batch.inputs.to(device), batch.targets.to(device)).item<double>() * static_cast<double>(count);
   }
   model.train(was_training);
+  if (communicator) {
+    std::vector<torch::Tensor> sum{torch::full({1}, total, torch::TensorOptions().dtype(torch::kFloat64).device(device))};
+    communicator->all_reduce_sum(sum, "the validation loss all-reduce");
+    total = sum[0].item<double>();
+  }
   return total / static_cast<double>(sequences);
 }
 
@@ -107,10 +129,19 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     state.labels = options.labels;
   }
   check_vocabulary_fits(tokens, config.model, "the model");
+  // Data parallelism: every rank trains; rank 0 alone writes (distributed.h).
+  std::unique_ptr<Communicator> communicator;
+  const int64_t world = options.distributed.distributed() ? options.distributed.world_size : 1;
+  const int64_t rank = options.distributed.distributed() ? options.distributed.rank : 0;
+  const bool writer = rank == 0;
+  rank_chunks(config.train, 0, 0, world);  // a batch that does not divide among the ranks fails here, before connecting
+  if (options.distributed.distributed())
+    communicator = Communicator::connect(options.distributed, options.device, options.timeout_seconds);
   // One writer per output, for the whole run (a second sg-train on the same -o fails at once). Taken
   // after the inputs are read, so that a missing run file or folder is reported as such; before the
   // first write.
-  FileLock lock(options.output);
+  std::unique_ptr<FileLock> lock;
+  if (writer) lock = std::make_unique<FileLock>(options.output);
   // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
   std::string token_sha256;
   for (const auto& input : options.provenance.inputs)
@@ -125,12 +156,29 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   model->train();
   auto optimizer = make_optimizer(*model, config.train);
   if (options.resume) load_optimizer(options.output, *model, *optimizer);
+  if (communicator) {
+    // The same weights everywhere: rank 0's (a seed gives the same weights on a CPU, not
+    // necessarily on every GPU), then gradient hooks for the buckets.
+    std::vector<torch::Tensor> parameters;
+    for (const auto& p : model->parameters()) parameters.push_back(p);
+    {
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> data;
+      for (const auto& p : parameters) data.push_back(p.data());
+      communicator->broadcast(data, "the broadcast of rank 0's weights");
+    }
+    communicator->install_gradient_hooks(parameters);
+  }
 
   const auto& t = config.train;
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
-  auto save = [&] { save_run(options.output, /*force=*/true, *model, optimizer.get(), state, options.provenance); };
+  // Rank 0 writes; every rank waits for the file, so that none runs ahead of a checkpoint.
+  auto save = [&] {
+    if (writer) save_run(options.output, /*force=*/true, *model, optimizer.get(), state, options.provenance);
+    if (communicator) communicator->barrier("the barrier after a checkpoint");
+  };
   if (!options.resume) {
-    h5::check_writable(options.output, options.force);
+    if (writer) h5::check_writable(options.output, options.force);
     save();  // an initial checkpoint: the output exists and is valid from the start
   }
 
@@ -144,6 +192,9 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     line << prefix << model->parameter_count() << " parameters, " << tokens_per_step << " tokens a step (" << t.micro_batch
          << " x " << t.accumulation << " sequences of " << config.model.block_size << "), " << t.iterations - state.step
          << " steps to go";
+    if (communicator)
+      line << "; " << world << " ranks (" << options.distributed.launcher << "), " << t.batch() / world
+           << " sequences each a step";
     log::info(line.str());
   }
   std::ofstream json_log;
@@ -185,16 +236,32 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     optimizer->zero_grad();
     // Summed on the device and read once per step: a read per micro-batch would make the host
     // wait for the GPU instead of queueing the next micro-batch's kernels.
+    // This rank's windows of the step (all of them in one process), each chunk's mean loss
+    // weighted by its share of the batch; in one process each weight is 1/accumulation exactly.
     torch::Tensor loss_sum;
-    for (int64_t micro = 0; micro < t.accumulation; ++micro) {
-      const auto batch = training_batch(tokens, config, state.step, micro);
+    const auto chunks = rank_chunks(t, state.step, rank, world);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const auto [first, count] = chunks[c];
+      const auto batch = sample_batch(tokens, Split::train, config.seed, first, count, config.model.block_size);
+      if (communicator && c + 1 == chunks.size()) communicator->arm();  // the gradients of this pass are summed
       AutocastGuard autocast(options.device);
       auto loss = model->loss(batch.inputs.to(options.device), batch.targets.to(options.device));
-      (loss / static_cast<double>(t.accumulation)).backward();
-      const auto value = loss.detach().to(torch::kDouble);
+      const double weight = static_cast<double>(t.batch()) / static_cast<double>(count);
+      (loss / weight).backward();
+      const auto value = loss.detach().to(torch::kDouble) / weight;
       loss_sum = loss_sum.defined() ? loss_sum + value : value;
     }
-    const double train_loss = loss_sum.item<double>() / static_cast<double>(t.accumulation);
+    if (communicator) communicator->finish();
+    // Every rank's loss and whether it was asked to stop, in one reduction: the ranks stay in step.
+    int signal_seen = signals.received();
+    if (communicator) {
+      std::vector<torch::Tensor> shared{
+          torch::stack({loss_sum, torch::full({}, static_cast<double>(signal_seen), loss_sum.options())})};
+      communicator->all_reduce_sum(shared, "the loss all-reduce");
+      loss_sum = shared[0][0];
+      if (signal_seen == 0 && shared[0][1].item<double>() > 0) signal_seen = SIGTERM;
+    }
+    const double train_loss = loss_sum.item<double>();
     if (!std::isfinite(train_loss))
       throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
                              " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",
@@ -224,7 +291,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     double val = std::nan("");
     if (evaluate) {
       const auto eval_start = Clock::now();
-      val = validation_loss(*model, tokens, config, t.eval_batches, options.device);
+      val = validation_loss(*model, tokens, config, t.eval_batches, options.device, communicator.get());
       eval_batch_seconds = seconds_since(eval_start) / static_cast<double>(t.eval_batches);
       state.curves.val_step.push_back(state.step);
       state.curves.val_loss.push_back(val);
@@ -246,12 +313,13 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
       last_line = Clock::now();
     }
     if (last) {
-      state.final_val_loss = validation_loss(*model, tokens, config, t.final_eval_batches, options.device);
+      state.final_val_loss = validation_loss(*model, tokens, config, t.final_eval_batches, options.device, communicator.get());
       state.finished = true;
       write_json({{"run", name}, {"step", state.step}, {"final_val_loss", finite(state.final_val_loss)}});
     }
     const bool stop = options.stop_after > 0 && steps_this_run >= options.stop_after;
-    const int signal = signals.received();
+    const int signal = signal_seen;
+    if (communicator && (last || stop || signal)) check_same_weights(*model, *communicator, state.step);
     if (state.step % t.checkpoint_interval == 0 || last || stop || signal) save();
     if (signal && !state.finished)
       throw InterruptedError(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + " at step " +

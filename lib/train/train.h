@@ -12,6 +12,7 @@
 #include "lib/model/model.h"
 #include "lib/model/tensors.h"
 #include "lib/text/token_file.h"
+#include "lib/train/distributed.h"
 
 namespace sg {
 
@@ -28,6 +29,8 @@ struct TrainOptions {
   double log_interval = 10.0;  // seconds between progress lines besides the evaluations' (0: only those)
   std::string log_json;        // when set: JSON Lines of the curves appended to this file, one line a step
   bool allow_other_tokens = false;  // resume on a token file other than the run's (a warning)
+  DistributedEnv distributed;       // data parallelism (distributed.h); one process when not launched so
+  double timeout_seconds = 600;     // of every collective and of the ranks' rendezvous
 };
 
 struct TrainSummary {
@@ -45,8 +48,9 @@ TrainSummary train(const RunConfig& config, const TrainOptions& options);
 /// Mean validation loss over `batches` fixed batches of config.train.batch() sequences drawn from
 /// the validation split by the stream (train.eval_seed, val): the same tokens for every arm and
 /// seed of a tier. Evaluated micro_batch sequences at a time.
+/// With a communicator, each rank scores its share of the sequences and the sum is reduced.
 double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig& config, int64_t batches,
-                       const torch::Device& device);
+                       const torch::Device& device, Communicator* communicator = nullptr);
 
 /// The training windows of optimizer step `step`: window indices step·batch … (step+1)·batch − 1,
 /// micro-batch `micro` of them. Exposed for the pairing tests.
