@@ -95,7 +95,7 @@ TEST_CASE("paired differences on a hand-made table, unpaired seeds left out and 
   CHECK(find_row(t, level) == 0);  // first in its group
 }
 
-TEST_CASE("the run key names what a row measured and does not split the pairs; labels do") {
+TEST_CASE("the run key names what a row measured and does not split the pairs, labels do") {
   // Each arm's run is another file, so `run` differs between the rows of a pair: it must not be a
   // group key. A label (here lr) is one: its values are separate groups.
   auto input = runs({{"A", "baseline", 0, 1.0}, {"A", "x", 0, 0.8}, {"A", "baseline", 1, 2.0}, {"A", "x", 1, 1.6},

@@ -178,7 +178,7 @@ TEST_CASE("CSV and TSV pivots keep full precision, raw names and a column per se
   CHECK(sg::render(improvements(), o) == csv);
 }
 
-TEST_CASE("without a pivot the table prints as it is; its CSV form reads back the same") {
+TEST_CASE("without a pivot the table prints as it is, its CSV form reads back the same") {
   sg::TabulateOptions o;
   o.decimals = 5;
   const auto t = improvements().take({1, 3});

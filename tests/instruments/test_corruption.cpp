@@ -188,7 +188,7 @@ TEST_CASE("exactly the quiet reads change, each by eps * m_h along its junk type
   }
 }
 
-TEST_CASE("dose zero leaves the reads exactly as they were; bad doses and batches are refused") {
+TEST_CASE("dose zero leaves the reads exactly as they were, bad doses and batches are refused") {
   const auto reads = random_reads(3).to(torch::kFloat);
   sg::CorruptionSpec spec{sg::JunkType::structured, sg::Cutoff::median, 0.0, 1};
   torch::Tensor mask;

@@ -71,7 +71,7 @@ TEST_CASE("cached greedy generation equals argmax of full forward passes, every 
   }
 }
 
-TEST_CASE("seeded sampling repeats; top-k 1 and a tiny top-p are greedy") {
+TEST_CASE("seeded sampling repeats, top-k 1 and a tiny top-p are greedy") {
   const auto config = small_run("combo");
   const auto model = sg::LanguageModel::wrap(perturbed_model(config), config, SG_GPT2_VOCAB, "test/combo");
   const auto prompt = model.tokenizer().encode("Hello");

@@ -92,7 +92,7 @@ TEST_CASE("dose 0 gives delta_loss exactly 0, and the clean loss is sg-eval's lo
   }
 }
 
-TEST_CASE("paired junk: two arms with the same shared weights receive identical corrupted reads; another seed changes them") {
+TEST_CASE("paired junk: two arms with the same shared weights receive identical corrupted reads, another seed changes them") {
   Tokens tokens;
   const auto file = sg::TokenFile::open(tokens.path);
   const auto config_a = small_run("baseline"), config_b = small_run("sinklogit");

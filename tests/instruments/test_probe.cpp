@@ -108,7 +108,7 @@ TEST_CASE("overrides on a hand-built row: row mean, shuffle within the visible k
   CHECK(any_moved);
 }
 
-TEST_CASE("the trained-gate loss is sg-eval's loss, and under junk sg-inject's; the overrides change it") {
+TEST_CASE("the trained-gate loss is sg-eval's loss, and under junk sg-inject's, the overrides change it") {
   sg::log::set_level("quiet");
   Tokens tokens;
   const auto file = sg::TokenFile::open(tokens.path);
@@ -145,7 +145,7 @@ TEST_CASE("the trained-gate loss is sg-eval's loss, and under junk sg-inject's; 
   }
 }
 
-TEST_CASE("probes that do not apply to the arm are skipped; bad options are refused") {
+TEST_CASE("probes that do not apply to the arm are skipped, bad options are refused") {
   sg::log::set_level("quiet");
   Tokens tokens;
   const auto file = sg::TokenFile::open(tokens.path);

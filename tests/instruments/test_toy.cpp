@@ -217,7 +217,7 @@ TEST_CASE("toy: the oracle's reads of irrelevant items are exactly zero", "[toy]
   }
 }
 
-TEST_CASE("toy: arms with one seed start from the same parameters; seeds differ", "[toy]") {
+TEST_CASE("toy: arms with one seed start from the same parameters, seeds differ", "[toy]") {
   const auto config = small_task();
   sg::toy::ToyModel baseline(config, sg::toy::parse_toy_arm("baseline"), std::vector<int64_t>{4, 5}, 8.0);
   sg::toy::ToyModel gated(config, sg::toy::parse_toy_arm("normgate"), std::vector<int64_t>{5}, 8.0);

@@ -301,6 +301,27 @@ TEST_CASE("task files with missing fields, bad labels, no records or no file are
   CHECK(sg::read_hellaswag(write("ok.jsonl", item + "1}\n"))[0].label == 1);
 }
 
+TEST_CASE("WikiText: a CRLF copy of the raw file and the line-level JSON Lines give the raw file's pages") {
+  sg_test::Scratch scratch;
+  const std::string raw = sg_test::slurp(fixtures() + "/wiki.test.raw");
+  const auto pages = sg::read_wikitext(fixtures() + "/wiki.test.raw");
+  std::ofstream(scratch / "crlf.raw", std::ios::binary) << sg::python_replace(raw, "\n", "\r\n");
+  CHECK(sg::read_wikitext(scratch / "crlf.raw") == pages);
+  // Salesforce/wikitext's rows: each line with its "\n", the blank lines " \n" stored as "".
+  {
+    std::ofstream out(scratch / "lines.jsonl");
+    size_t start = 0;
+    while (start < raw.size()) {
+      const size_t end = raw.find('\n', start);
+      const std::string line = raw.substr(start, end == std::string::npos ? std::string::npos : end + 1 - start);
+      out << nlohmann::json({{"text", line == " \n" ? std::string() : line}}).dump() << "\n";
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  CHECK(sg::read_wikitext(scratch / "lines.jsonl") == pages);
+}
+
 TEST_CASE("a model and data of different vocabularies are refused") {
   // The GPT-NeoX fixture's tokenizer (500 ids, end-of-text 0) against a token file of GPT-2 ids.
   sg_test::Scratch scratch;

@@ -162,7 +162,7 @@ TEST_CASE("attributes of every kind read back, and the wrong kind is an InputErr
   CHECK_THROWS_AS(file.attribute_int("rate"), sg::InputError);  // a float is not an integer
 }
 
-TEST_CASE("groups list their members in creation order; strings and vectors round trip") {
+TEST_CASE("groups list their members in creation order, strings and vectors round trip") {
   Scratch scratch;
   const auto path = scratch / "groups.h5";
   {

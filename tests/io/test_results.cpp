@@ -160,7 +160,7 @@ TEST_CASE("CSV without annotations: numbers, strings, keys by default and by opt
   CHECK_THROWS_WITH(sg::read_csv(bad_type, "typed.csv"), Catch::Contains("typed.csv:3"));
 }
 
-TEST_CASE("HDF5 and CSV inputs concatenate; mismatched columns name the file") {
+TEST_CASE("HDF5 and CSV inputs concatenate, mismatched columns name the file") {
   Scratch scratch;
   sg::ResultTable first;
   first.add_key("tier", std::vector<std::string>{"10M", "10M"});

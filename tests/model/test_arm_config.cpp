@@ -114,7 +114,7 @@ TEST_CASE("configuration files: key = value lines, errors name the file and line
   CHECK_THROWS_AS(sg::load_config_file(config, "/nonexistent/file.conf"), sg::InputError);
 }
 
-TEST_CASE("devices: cpu parses; cuda without a GPU is a usage error with a hint") {
+TEST_CASE("devices: cpu parses, cuda without a GPU is a usage error with a hint") {
   CHECK(sg::parse_device("cpu").is_cpu());
   CHECK_THROWS_AS(sg::parse_device("tpu"), sg::UsageError);
   if (!torch::cuda::is_available()) CHECK_THROWS_WITH(sg::parse_device("cuda"), Catch::Contains("no CUDA GPU"));

@@ -139,7 +139,7 @@ TEST_CASE("every arm matches the float64 reference, forward and gradients, on bo
   }
 }
 
-TEST_CASE("a large sink logit drains the output; a very negative one restores the baseline") {
+TEST_CASE("a large sink logit drains the output, a very negative one restores the baseline") {
   auto sink_module = make_attention(sg::parse_arm("sinklogit"), 3);
   auto base_module = make_attention(sg::parse_arm("baseline"), 3);
   torch::manual_seed(5);

@@ -45,7 +45,7 @@ TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64") {
   }
 }
 
-TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN; other rows are untouched") {
+TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN, other rows are untouched") {
   if (!sg::has_exp_shifted_rows()) {
     WARN("no AVX-512F on this CPU: exp_shifted_rows not tested");
     return;

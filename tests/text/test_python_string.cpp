@@ -22,6 +22,8 @@ const std::vector<std::string> kSamples = {
     "\xc7\x86" "DZ",                           // ǆ: title case ǅ
     "\xc4\xb0stanbul",                         // İ stays, the rest lowered
     "\xce\xa3\xce\x9f\xce\xa3",                // ΣΟΣ: final sigma when lowered
+    "a\xce\xa3",                              // aΣ: the final sigma's context is the first letter
+    "\xce\xa3",                               // Σ alone
     "123 abc",
     "a  b   c",
     " [title] a [step] b  c ",

@@ -84,7 +84,7 @@ TEST_CASE("a run stopped at step k and resumed ends bitwise identical to an unin
   std::remove(tokens.c_str());
 }
 
-TEST_CASE("the same configuration twice gives identical results; arms share the batches") {
+TEST_CASE("the same configuration twice gives identical results, arms share the batches") {
   sg::log::set_level("quiet");
   const auto tokens = synthetic_tokens("test_train_determinism_tokens", 61, 3000, 400);
   const auto config = small_run("normgate", 61);
@@ -155,7 +155,7 @@ TEST_CASE("the loss decreases on the default corpus for a CPU tier within a shor
   std::remove(run.c_str());
 }
 
-TEST_CASE("run files: the configuration and state round-trip; a wrong kind of file is refused") {
+TEST_CASE("run files: the configuration and state round-trip, a wrong kind of file is refused") {
   sg::log::set_level("quiet");
   const auto tokens = synthetic_tokens("test_train_roundtrip_tokens", 61, 2000, 300);
   const auto config = small_run("sinklogit", 61);
