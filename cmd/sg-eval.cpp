@@ -32,6 +32,7 @@
 #include "lib/model/language_model.h"
 #include "lib/model/runtime.h"
 #include "lib/text/token_file.h"
+#include "lib/text/tokenizer.h"
 #include "lib/train/train.h"
 
 namespace {
@@ -42,7 +43,7 @@ struct Options {
   std::string tasks = "val";
   std::string tokens;
   int64_t batches = 0;  // 0: each run's final_eval_batches (64 for a checkpoint)
-  int64_t context = 0;  // val of a checkpoint: 0 = min(its context, 1024)
+  int64_t context = 0;  // val of a checkpoint folder: 0 = min(its context, 1024)
   bool allow_other_tokens = false;
   std::string lambada = "data/lambada_test.jsonl";
   std::string hellaswag = "data/hellaswag_val.jsonl";
@@ -166,8 +167,13 @@ void run(const Options& options, const std::string& command_line) {
   }
   inputs.insert(inputs.end(), model_files.begin(), model_files.end());
   sg::h5::check_writable(options.common.output, options.common.force, inputs);
-  if (!options.examples.empty()) sg::h5::check_writable(options.examples, options.common.force, inputs);
-  if (tasks == std::vector<std::string>{"val"} && all_runs && options.examples.empty() && options.context == 0)
+  if (!options.examples.empty()) {
+    if (options.examples == options.common.output)
+      throw sg::UsageError("--examples and -o name the same output '" + options.examples + "'",
+                           "give the per-example table its own file");
+    sg::h5::check_writable(options.examples, options.common.force, inputs);
+  }
+  if (tasks == std::vector<std::string>{"val"} && all_runs && options.examples.empty())
     return run_wide(options, command_line);
 
   const auto device = sg::parse_device(options.common.device);
@@ -178,6 +184,26 @@ void run(const Options& options, const std::string& command_line) {
   std::string token_sha256;
   for (const auto& input : provenance.inputs)
     if (input.path == options.tokens) token_sha256 = input.sha256;
+  // val: every model against the token file before the first one runs (a run file: the token file
+  // it was trained on; a folder: a token file of its tokenizer's ids).
+  if (wants("val")) {
+    const auto tokens = sg::TokenFile::open(options.tokens);
+    for (const auto& path : options.models) {
+      if (sg::is_pretrained_folder(path)) {
+        const auto tokenizer = sg::Tokenizer::load(options.tokenizer.empty() ? path : options.tokenizer);
+        if (tokens.info().vocab_size != tokenizer.vocab_size() || tokens.info().eot_id != tokenizer.eot_id())
+          throw sg::InputError(options.tokens + ": its ids are not those of " + path + "'s tokenizer (vocabulary " +
+                                   std::to_string(tokens.info().vocab_size) + " ids, end-of-text " +
+                                   std::to_string(tokens.info().eot_id) + "; the tokenizer's " +
+                                   std::to_string(tokenizer.vocab_size()) + ", " + std::to_string(tokenizer.eot_id()) + ")",
+                               "tokenise the corpus with the checkpoint's tokenizer: sg-tokenize --vocab " + path);
+      } else {
+        const auto state = sg::read_run_state(path);
+        sg::check_token_file(state, path, options.tokens, token_sha256, options.allow_other_tokens, "sg-eval");
+        sg::check_vocabulary_fits(tokens, state.config.model, "the model of " + path);
+      }
+    }
+  }
   auto table = sg::evaluation_table();
   sg::ResultTable examples;
   std::vector<std::vector<std::pair<std::string, std::string>>> run_keys, example_keys;
@@ -206,10 +232,9 @@ void run(const Options& options, const std::string& command_line) {
     if (wants("val")) {
       const auto tokens = sg::TokenFile::open(options.tokens);
       sg::Metric metric{"val", "loss", "all", 0.0, 0};
-      if (!model.pretrained() && options.context == 0) {
+      if (!model.pretrained()) {
+        // A run file: its own final validation batches (what the wide table gives).
         const auto& state = model.run_state();
-        sg::check_token_file(state, path, options.tokens, token_sha256, options.allow_other_tokens, "sg-eval");
-        sg::check_vocabulary_fits(tokens, state.config.model, "the model of " + path);
         const int64_t batches = options.batches > 0 ? options.batches : state.config.train.final_eval_batches;
         auto run = sg::load_model(path, device);
         metric.value = sg::validation_loss(*run, tokens, state.config, batches, device);
@@ -253,7 +278,8 @@ int main(int argc, char** argv) {
   parser.option("--tokens", options.tokens, "val: the token file (the one the runs were trained on)");
   parser.option("--batches", options.batches,
                 "val: validation batches (0: a run's final_eval_batches, 64 at paper tiers; 64 of 8 windows for a checkpoint)");
-  parser.option("--context", options.context, "val of a checkpoint: window length (0: its context, at most 1024)");
+  parser.option("--context", options.context,
+                "val of a checkpoint folder: window length (0: its context, at most 1024; run files use their own)");
   parser.flag("--allow-other-tokens", options.allow_other_tokens,
               "score runs on a token file other than the one they were trained on (by SHA-256): a warning");
   parser.option("--lambada", options.lambada, "LAMBADA passages, OpenAI's lambada_test.jsonl (field text)");

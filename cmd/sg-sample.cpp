@@ -76,13 +76,15 @@ void run(Options options) {
   const auto model = sg::LanguageModel::load(options.model, device, options.tokenizer);
   auto ids = model.tokenizer().encode(prompt);
   if (ids.empty()) ids.push_back(model.tokenizer().eot_id());
+  bool cut = false;
   if (static_cast<int64_t>(ids.size()) >= model.context_length()) {
     const auto keep = static_cast<size_t>(model.context_length() / 2);
     sg::log::info("sg-sample: warning: the prompt has " + std::to_string(ids.size()) + " tokens, the context " +
                   std::to_string(model.context_length()) + "; keeping its last " + std::to_string(keep));
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+    cut = true;
   }
-  if (options.echo) write_bytes(prompt);
+  if (options.echo) write_bytes(cut ? model.tokenizer().decode(ids) : prompt);  // what the model was given
   // Bytes are written as tokens arrive: a character split across tokens completes with the next.
   const auto start = std::chrono::steady_clock::now();
   const auto generated = sg::generate(model, ids, options.sampling, [&](int32_t token) {

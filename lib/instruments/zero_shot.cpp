@@ -2,6 +2,7 @@
 #include "lib/instruments/zero_shot.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -168,11 +169,19 @@ std::vector<HellaSwagItem> read_hellaswag(const std::string& path) {
 }
 
 std::vector<std::string> read_wikitext(const std::string& path) {
-  const bool jsonl = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
+  const auto ends_with = [&](const std::string& suffix) {
+    if (path.size() < suffix.size()) return false;
+    for (size_t i = 0; i < suffix.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(path[path.size() - suffix.size() + i])) != suffix[i]) return false;
+    return true;
+  };
+  const bool jsonl = ends_with(".jsonl") || ends_with(".json");
   if (!jsonl) {
-    const std::string raw = read_file(path, "WikiText-2 (wiki.test.raw)");
+    std::string raw = read_file(path, "WikiText-2 (wiki.test.raw)");
     if (raw.empty()) throw InputError(path + ": is empty", "give WikiText-2's wiki.test.raw");
     if (!is_valid_utf8(raw)) throw InputError(path + ": is not valid UTF-8");
+    // The loader reads the file in Python's text mode: "\r\n" and "\r" become "\n".
+    if (raw.find('\r') != std::string::npos) raw = python_replace(python_replace(raw, "\r\n", "\n"), "\r", "\n");
     return wikitext_pages(raw);
   }
   const auto records = read_json_lines(path, "WikiText-2");
@@ -306,6 +315,21 @@ std::vector<Request> rolling_windows(const std::vector<int32_t>& tokens, int32_t
   }
   return windows;
 }
+
+namespace {
+
+/// UsageError naming the example when a continuation is longer than the model's context (lm-eval
+/// refuses those too: its scoring asserts len(continuation) <= max_length).
+void check_continuations(const std::vector<Request>& requests, int64_t max_length,
+                         const std::function<std::string(size_t)>& describe) {
+  for (size_t r = 0; r < requests.size(); ++r)
+    if (static_cast<int64_t>(requests[r].continuation.size()) > max_length)
+      throw UsageError(describe(r) + ": its continuation of " + std::to_string(requests[r].continuation.size()) +
+                           " tokens is longer than the model's context of " + std::to_string(max_length),
+                       "lm-eval refuses it too; score a model with a longer context, or leave the example out");
+}
+
+}  // namespace
 
 std::vector<Score> score_requests(const LanguageModel& model, const std::vector<Request>& requests,
                                   const ScoringOptions& options) {
@@ -453,7 +477,7 @@ int64_t recurrence_distance(const Tokenizer& tokenizer, const std::string& conte
     bytes += tokenizer.decode({request.context[t]}).size();
     if (bytes > match) return static_cast<int64_t>(request.context.size() - t);
   }
-  return -1;  // not reached for a context that encodes its own text
+  return -1;  // the tokens do not decode to the context (a normalising tokenizer): counted as absent
 }
 
 std::string distance_bin(int64_t distance) {
@@ -587,6 +611,7 @@ TaskResult evaluate_lambada(const LanguageModel& model, const std::vector<std::s
     distances.push_back(asked.context.empty() ? -1
                                               : recurrence_distance(model.tokenizer(), asked.context, asked.word, asked.request));
   }
+  check_continuations(requests, model.context_length(), [](size_t i) { return "LAMBADA passage " + std::to_string(i + 1); });
   const auto scores = score_requests(model, requests, options);
   TaskResult result;
   result.examples = example_table();
@@ -620,6 +645,12 @@ TaskResult evaluate_hellaswag(const LanguageModel& model, const std::vector<Hell
     choices.push_back(hellaswag_choices(item));
     for (const auto& choice : choices.back()) requests.push_back(encode_pair(model.tokenizer(), query, " " + choice));
   }
+  std::vector<std::pair<size_t, size_t>> owner;  // (item, choice) of each request
+  for (size_t i = 0; i < choices.size(); ++i)
+    for (size_t c = 0; c < choices[i].size(); ++c) owner.emplace_back(i, c);
+  check_continuations(requests, model.context_length(), [&](size_t r) {
+    return "HellaSwag item " + std::to_string(owner[r].first + 1) + ", ending " + std::to_string(owner[r].second);
+  });
   const auto scores = score_requests(model, requests, options);
   TaskResult result;
   result.examples = example_table();

@@ -54,15 +54,16 @@ struct HellaSwagItem {
 
 /// LAMBADA passages: the "text" field of each JSON line (OpenAI's lambada_test.jsonl, or the
 /// Parquet converted by pipelines/parquet_to_jsonl.py). InputError naming the file and line for
-/// a missing or empty file, bad JSON, a missing field or a passage without a space.
+/// a missing or empty file, bad JSON, a missing field or an empty passage. (A passage without a
+/// space is scored as lm-eval scores it: an empty context, the end-of-text token before it.)
 std::vector<std::string> read_lambada(const std::string& path);
 
 /// HellaSwag items (hellaswag_val.jsonl; label an integer or a string of one). InputError naming
 /// the file and line for a missing field, a label outside the endings, or no endings.
 std::vector<HellaSwagItem> read_hellaswag(const std::string& path);
 
-/// WikiText pages: from the raw file (wiki.test.raw) split by wikitext_pages; from JSON Lines
-/// with a "page" field (the document-level dataset, one page a line) as they are; from JSON Lines
+/// WikiText pages: from the raw file (wiki.test.raw; "\r\n" read as "\n", as Python's text mode
+/// does) split by wikitext_pages; from JSON Lines (.jsonl or .json) with a "page" field (the document-level dataset, one page a line) as they are; from JSON Lines
 /// with a "text" field (the line-level dataset, Salesforce/wikitext) the rows joined as stored, an
 /// empty row standing for the blank line " \n" its loader emptied, then split.
 std::vector<std::string> read_wikitext(const std::string& path);
@@ -98,7 +99,8 @@ struct ScoringOptions {
 };
 
 /// Scores every request (file comment); results in the order of `requests`. UsageError for an
-/// empty continuation.
+/// empty continuation or one longer than the model's context (the tasks check that first and
+/// name the example).
 std::vector<Score> score_requests(const LanguageModel& model, const std::vector<Request>& requests,
                                   const ScoringOptions& options);
 

@@ -76,13 +76,17 @@ std::string python_capitalize(std::string_view text) {
   }
   const icu::Locale& root = icu::Locale::getRoot();
   auto head = icu::UnicodeString::fromUTF8(icu::StringPiece(first.data(), static_cast<int32_t>(first.size())));
+  const int32_t head_units = head.length();
   head.toTitle(nullptr, root, U_TITLECASE_NO_LOWERCASE | U_TITLECASE_NO_BREAK_ADJUSTMENT);
-  const auto rest_view = text.substr(first_end);
-  auto rest = icu::UnicodeString::fromUTF8(icu::StringPiece(rest_view.data(), static_cast<int32_t>(rest_view.size())));
-  rest.toLower(root);
+  // The rest lower-cased in the context of the whole text, as CPython does (a final sigma after
+  // the first letter is ς): lower the whole, then drop what the first character became.
+  auto whole = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  auto first_lower = whole.tempSubString(0, head_units);
+  first_lower.toLower(root);
+  whole.toLower(root);
   std::string out;
   head.toUTF8String(out);
-  rest.toUTF8String(out);
+  whole.tempSubString(first_lower.length()).toUTF8String(out);
   return out;
 }
 
