@@ -199,3 +199,22 @@ TEST_CASE("a lost rank stops the others with exit code 7, naming it, and a missi
   CHECK(std::stoi(sg_test::slurp(scratch / "alone.rc")) == 7);
   CHECK_THAT(sg_test::slurp(scratch / "alone"), Contains("not every one of the 2 ranks joined within 3 s"));
 }
+
+TEST_CASE("SIGTERM to one rank stops every rank after the same step, with a checkpoint (exit 6)") {
+  sg_test::Scratch scratch;
+  const int port = free_port(0) + 5;
+  const std::string arguments = "--tokens " + sg_test::shell_quote(token_file()) +
+                                " --tier tiny --threads 1 --set iterations=5000 --dist-timeout 30 -o " +
+                                sg_test::shell_quote(scratch / "stopped.h5");
+  const std::string script = "( " + rank_command(0, 2, port, arguments, scratch / "rank0") + " ) & " + "( " +
+                             rank_command(1, 2, port, arguments, scratch / "rank1") + " ) & " + "sleep 6; for p in $(pgrep -f -- " +
+                             sg_test::shell_quote(scratch / "stopped.h5") +
+                             "); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx RANK=1; then kill -TERM $p; fi; done; wait";
+  REQUIRE(std::system(("sh -c " + sg_test::shell_quote(script)).c_str()) == 0);
+  INFO(sg_test::slurp(scratch / "rank0") << sg_test::slurp(scratch / "rank1"));
+  CHECK(std::stoi(sg_test::slurp(scratch / "rank0.rc")) == 6);
+  CHECK(std::stoi(sg_test::slurp(scratch / "rank1.rc")) == 6);
+  const auto state = sg::read_run_state(scratch / "stopped.h5");
+  CHECK(state.step > 0);
+  CHECK_THAT(sg_test::slurp(scratch / "rank0"), Contains("stopped by SIGTERM at step " + std::to_string(state.step)));
+}
