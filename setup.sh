@@ -34,7 +34,7 @@ if ((${#missing[@]})); then
 fi
 
 # --- 2. LibTorch (PyPI torch wheel) and the Python test references ----------------------
-PY_PACKAGES=("torch==$TORCH_VERSION" numpy tiktoken==0.14.0 transformers==5.24.0 safetensors==0.8.0 pyarrow==26.0.1)
+PY_PACKAGES=("torch==$TORCH_VERSION" numpy tiktoken==0.14.0 transformers==5.24.0 safetensors==0.8.0 pyarrow==26.0.1 h5py==3.16.0)
 stamp="$VENV/.sinkgate-ok"
 want="${PY_PACKAGES[*]}"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -1,5 +1,6 @@
 // loss.cpp — chunked linear + cross-entropy with gradients computed in the forward pass.
 #include "lib/model/loss.h"
+#include "lib/model/loss_tuning.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +26,7 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
                                torch::Tensor targets, int64_t chunk_rows) {
     const int64_t rows = hidden.size(0), vocab = weight.size(0);
     const bool need_grad = hidden.requires_grad() || weight.requires_grad();
-    if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(64, (int64_t{1} << 24) / vocab);  // ~64 MB of float logits
+    if (chunk_rows <= 0) chunk_rows = default_loss_chunk_rows(vocab);  // ~64 MB of float logits
     // Softmax and sums in float32 (float64 for float64 inputs).
     const auto math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
     const double inverse_rows = 1.0 / static_cast<double>(rows);
@@ -116,6 +117,9 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows) {
+  // The CPU float32 loss: the chunk this machine runs fastest (loss_tuning.h).
+  if (chunk_rows <= 0 && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2)
+    chunk_rows = loss_chunk_rows(hidden.size(0), hidden.size(1), weight.size(0));
   return LinearCrossEntropy::apply(hidden, weight, targets, chunk_rows);
 }
 

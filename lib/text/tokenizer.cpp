@@ -920,16 +920,21 @@ std::vector<std::string_view> pretokenize(std::string_view text) {
   return pieces;
 }
 
-std::string default_vocabulary_path() {
+std::string cache_folder() {
   auto env = [](const char* name) -> std::string {
     const char* value = std::getenv(name);
     return value ? value : "";
   };
-  if (!env("SINKGATE_VOCAB").empty()) return env("SINKGATE_VOCAB");
   std::string cache = env("SINKGATE_CACHE");
   if (cache.empty() && !env("XDG_CACHE_HOME").empty()) cache = env("XDG_CACHE_HOME") + "/sinkgate";
   if (cache.empty()) cache = env("HOME") + "/.cache/sinkgate";
-  return cache + "/gpt2.tiktoken";
+  return cache;
+}
+
+std::string default_vocabulary_path() {
+  const char* vocab = std::getenv("SINKGATE_VOCAB");
+  if (vocab && *vocab) return vocab;
+  return cache_folder() + "/gpt2.tiktoken";
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {

@@ -4,6 +4,14 @@
 
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
+#include "lib/model/loss_tuning.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), value and gradients") {
   torch::manual_seed(0);
@@ -81,4 +89,50 @@ TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallbac
   const auto h = torch::randn({4, 8}), w = torch::randn({10, 8});
   CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, 2, 10, 3}, torch::kLong)));
   CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, -1, 0, 3}, torch::kLong)));
+}
+
+TEST_CASE("every chunk size the tuning can choose gives the float64 loss and gradients, and the choice is one of them") {
+  // A shape whose candidates are 256, 333 (the old rule for V = 50257), 512 and all 700 rows.
+  const int64_t rows = 700, width = 8, vocab = 50257;
+  const auto candidates = sg::loss_chunk_candidates(rows, vocab);
+  CHECK(candidates == std::vector<int64_t>{256, 333, 512, 700});
+  torch::manual_seed(5);
+  const auto hidden0 = torch::randn({rows, width}) * 2;
+  const auto weight0 = torch::randn({vocab, width});
+  const auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  auto hidden_ref = hidden0.to(torch::kDouble).requires_grad_(true);
+  auto weight_ref = weight0.to(torch::kDouble).requires_grad_(true);
+  auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
+  ref.backward();
+  for (const int64_t chunk : candidates) {
+    INFO("chunk rows " << chunk);
+    auto hidden = hidden0.clone().requires_grad_(true);
+    auto weight = weight0.clone().requires_grad_(true);
+    auto loss = sg::linear_cross_entropy(hidden, weight, targets, chunk);
+    loss.backward();
+    CHECK(std::abs(loss.item<double>() - ref.item<double>()) < 1e-5 * std::max(1.0, ref.item<double>()));
+    CHECK((hidden.grad().to(torch::kDouble) - hidden_ref.grad()).abs().max().item<double>() < 1e-5);
+    CHECK((weight.grad().to(torch::kDouble) - weight_ref.grad()).abs().max().item<double>() < 1e-6);
+  }
+  // The logits cap: at V = 50257 no candidate above 2,670 rows (512 MB) but the old rule's.
+  for (const int64_t n : sg::loss_chunk_candidates(100000, vocab)) CHECK(n * vocab * 4 <= (int64_t{512} << 20));
+  // A small problem keeps the old rule without measuring; SG_LOSS_CHUNK_ROWS forces a size.
+  CHECK(sg::loss_chunk_rows(64, 16, 97) == sg::default_loss_chunk_rows(97));
+  setenv("SG_LOSS_CHUNK_ROWS", "123", 1);
+  CHECK(sg::loss_chunk_rows(4096, 768, 50257) == 123);
+  unsetenv("SG_LOSS_CHUNK_ROWS");
+  // A large problem measures (in a cache folder of this test) and picks a candidate.
+  char folder[] = "/tmp/sg-loss-tuning-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  setenv("SINKGATE_CACHE", folder, 1);
+  const int64_t chosen = sg::loss_chunk_rows(1024, 96, 50257);
+  const auto allowed = sg::loss_chunk_candidates(1024, 50257);
+  CHECK(std::find(allowed.begin(), allowed.end(), chosen) != allowed.end());
+  std::ifstream cached(std::string(folder) + "/loss-chunks.tsv");
+  std::string line;
+  REQUIRE(std::getline(cached, line));
+  CHECK(line.substr(line.rfind('\t') + 1) == std::to_string(chosen));
+  unsetenv("SINKGATE_CACHE");
+  std::remove((std::string(folder) + "/loss-chunks.tsv").c_str());
+  rmdir(folder);
 }
