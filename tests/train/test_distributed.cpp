@@ -59,6 +59,17 @@ std::vector<int> run_ranks(int world, int port, const std::string& arguments, co
   return codes;
 }
 
+/// Runs two ranks of sg-train with `arguments` (whose -o is `output`), sends `signal` to rank 1
+/// alone (found by its environment) six seconds in, once both train, and waits for both.
+void run_two_and_signal_rank1(const std::string& arguments, const std::string& output, const std::string& signal,
+                              int port, const std::string& log_prefix) {
+  const std::string script = "( " + rank_command(0, 2, port, arguments, log_prefix + "0") + " ) & ( " +
+                             rank_command(1, 2, port, arguments, log_prefix + "1") + " ) & sleep 6; for p in $(pgrep -f -- " +
+                             sg_test::shell_quote(output) + "); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | " +
+                             "grep -qx RANK=1; then kill -" + signal + " $p; fi; done; wait";
+  REQUIRE(std::system(("sh -c " + sg_test::shell_quote(script)).c_str()) == 0);
+}
+
 std::string train_arguments(const std::string& output, const std::string& extra = "") {
   return "--tokens " + sg_test::shell_quote(token_file()) + " --tier tiny --arm combo2 --threads 1 --set iterations=6 " +
          "--set warmup=2 --set eval_interval=3 --set micro_batch=2 --set accumulation=4 --set eval_batches=2 " +
@@ -176,13 +187,9 @@ TEST_CASE("a lost rank stops the others with exit code 7, naming it, and a missi
   const int port = free_port(0) + 1;
   const std::string common = "--tokens " + sg_test::shell_quote(token_file()) + " --tier tiny --threads 1 --set iterations=5000 ";
   const std::string arguments = common + "--dist-timeout 30 -o " + sg_test::shell_quote(scratch / "lost.h5");
-  // Rank 1 (found by its environment) is killed with SIGKILL, no goodbye, once both train.
-  const std::string script = "( " + rank_command(0, 2, port, arguments, scratch / "rank0") + " ) & " + "( " +
-                             rank_command(1, 2, port, arguments, scratch / "rank1") + " ) & " + "sleep 6; for p in $(pgrep -f -- " +
-                             sg_test::shell_quote(scratch / "lost.h5") +
-                             "); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx RANK=1; then kill -9 $p; fi; done; wait";
+  // Rank 1 is killed with SIGKILL, no goodbye, once both train.
   const auto start = std::chrono::steady_clock::now();
-  REQUIRE(std::system(("sh -c " + sg_test::shell_quote(script)).c_str()) == 0);
+  run_two_and_signal_rank1(arguments, scratch / "lost.h5", "9", port, scratch / "rank");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string log = sg_test::slurp(scratch / "rank0");
   INFO(log);
@@ -206,11 +213,7 @@ TEST_CASE("SIGTERM to one rank stops every rank after the same step, with a chec
   const std::string arguments = "--tokens " + sg_test::shell_quote(token_file()) +
                                 " --tier tiny --threads 1 --set iterations=5000 --dist-timeout 30 -o " +
                                 sg_test::shell_quote(scratch / "stopped.h5");
-  const std::string script = "( " + rank_command(0, 2, port, arguments, scratch / "rank0") + " ) & " + "( " +
-                             rank_command(1, 2, port, arguments, scratch / "rank1") + " ) & " + "sleep 6; for p in $(pgrep -f -- " +
-                             sg_test::shell_quote(scratch / "stopped.h5") +
-                             "); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx RANK=1; then kill -TERM $p; fi; done; wait";
-  REQUIRE(std::system(("sh -c " + sg_test::shell_quote(script)).c_str()) == 0);
+  run_two_and_signal_rank1(arguments, scratch / "stopped.h5", "TERM", port, scratch / "rank");
   INFO(sg_test::slurp(scratch / "rank0") << sg_test::slurp(scratch / "rank1"));
   CHECK(std::stoi(sg_test::slurp(scratch / "rank0.rc")) == 6);
   CHECK(std::stoi(sg_test::slurp(scratch / "rank1.rc")) == 6);
