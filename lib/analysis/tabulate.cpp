@@ -516,7 +516,9 @@ std::string render(const ResultTable& table, const TabulateOptions& options) {
 
 void write_text(const std::string& path, const std::string& text, bool force) {
   if (path == "-") {
+    errno = 0;
     std::cout << text << std::flush;
+    if (!std::cout && errno == EPIPE) throw ReaderGone();
     if (!std::cout) throw OutputError("cannot write to stdout");
     return;
   }

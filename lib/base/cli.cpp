@@ -1,6 +1,8 @@
 // cli.cpp — CLI11 behind the Parser interface, and the error-reporting wrapper.
 #include "lib/base/cli.h"
 
+#include <csignal>
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -112,9 +114,15 @@ bool Parser::parse(int argc, char** argv) {
 bool Parser::given(const std::string& name) const { return app_->count(name) > 0; }
 
 int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body) {
+  // A closed pipe is an error of the write (EPIPE), not a signal that kills the process: a log
+  // reader that goes away (`sg-train … 2>&1 | head`) must not stop a training run, and a data
+  // writer whose reader has gone stops cleanly (ReaderGone), its temporary files removed.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     if (!parser.parse(argc, argv)) return kExitOk;
     body();
+    return kExitOk;
+  } catch (const ReaderGone&) {
     return kExitOk;
   } catch (const Error& error) {
     std::cerr << parser.tool() << ": error: " << error.what() << "\n";

@@ -66,6 +66,13 @@ class InterruptedError : public Error {
       : Error(message, std::move(hint), kExitInterrupted) {}
 };
 
+/// The reader of stdout went away (`sg-tabulate … | head`): not an error, as for any Unix filter;
+/// the tool stops writing and exits 0 without a message.
+class ReaderGone : public Error {
+ public:
+  ReaderGone() : Error("the reader of stdout closed the pipe", "", kExitOk) {}
+};
+
 /// Data-parallel training failed across processes: a rank could not connect, was lost, or the
 /// ranks disagree.
 class DistributedError : public Error {

@@ -1,6 +1,9 @@
 // h5.cpp — the HDF5 C API behind h5.h. The only translation unit that includes hdf5.h.
 #include "lib/io/h5.h"
 
+#include <cctype>
+#include <cerrno>
+
 #include <fcntl.h>
 #include <dirent.h>
 #include <signal.h>
@@ -41,10 +44,16 @@ std::string directory_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
-/// Silences HDF5's automatic error printing (per thread: the library is built thread-safe).
+/// Silences HDF5's automatic error printing (per thread: the library is built thread-safe), and
+/// keeps HDF5 from closing, at exit, files that our own code did not close: a Writer abandoned on
+/// an error (a full disk) holds a file whose flush can only fail, and the library's exit-time
+/// close of it crashed the process (SIGSEGV in H5F__close_cb) after the error was reported.
+/// Every file that must reach the disk is closed explicitly (Writer::commit), so nothing is lost.
 void init() {
   thread_local bool done = false;
   if (done) return;
+  static const bool no_atexit = [] { return H5dont_atexit() >= 0; }();  // before the library starts
+  (void)no_atexit;
   H5open();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   done = true;
@@ -62,6 +71,18 @@ std::string hdf5_message() {
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &messages);
   H5Eclear2(H5E_DEFAULT);
   if (messages.empty()) return "HDF5 error";
+  // A failed system call: HDF5's long description ("file write failed: time = …, errno = 28,
+  // error message = 'No space left on device', …") said as the system's message alone.
+  for (const auto& message : messages) {
+    const auto at = message.find("error message = '");
+    if (at == std::string::npos) continue;
+    const auto begin = at + 17, end = message.find('\'', begin);
+    if (end != std::string::npos) {
+      std::string reason = message.substr(begin, end - begin);
+      if (!reason.empty()) reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+      return reason;
+    }
+  }
   if (messages.size() == 1 || messages.front() == messages.back()) return messages.front();
   return messages.front() + ": " + messages.back();
 }
@@ -924,8 +945,10 @@ void Writer::commit() {
   if (path_ == "-") {
     std::ifstream in(temporary_, std::ios::binary);
     std::cout.flush();
+    errno = 0;
     std::cout << in.rdbuf();
     std::cout.flush();
+    if (!std::cout && errno == EPIPE) throw ReaderGone();
     if (!in || !std::cout) throw OutputError("cannot write the result to stdout");
     std::remove(temporary_.c_str());
     committed_ = true;

@@ -36,8 +36,43 @@ std::string finish(EVP_MD_CTX* context) {
   return out;
 }
 
+// HDF5 keeps an object's attributes in its header, at most 64 KB in all: a long text or list (the
+// command line or input files of a corpus of thousands of files) goes to a dataset
+// /provenance/NAME instead, and readers look in both places.
+constexpr size_t kAttributeBytes = 16 << 10;
+constexpr const char* kProvenanceGroup = "provenance";
+
+size_t total_bytes(const std::vector<std::string>& values) {
+  size_t bytes = 0;
+  for (const auto& value : values) bytes += value.size() + 1;
+  return bytes;
+}
+
+void put_list(h5::Group& root, const std::string& name, const std::vector<std::string>& values) {
+  if (total_bytes(values) <= kAttributeBytes) return root.set_attribute(name, values);
+  root.require_group(kProvenanceGroup).write_strings(name, values);
+}
+
+void put_text(h5::Group& root, const std::string& name, const std::string& value) {
+  if (value.size() <= kAttributeBytes) return root.set_attribute(name, value);
+  root.require_group(kProvenanceGroup).write_strings(name, {value});
+}
+
+bool has_list(const h5::Group& root, const std::string& name) {
+  return root.has_attribute(name) || root.is_dataset(std::string(kProvenanceGroup) + "/" + name);
+}
+
+std::vector<std::string> get_list(const h5::Group& root, const std::string& name) {
+  if (root.has_attribute(name)) return root.attribute_strings(name);
+  return root.dataset(std::string(kProvenanceGroup) + "/" + name).read_strings();
+}
+
 std::string optional_string(const h5::Group& root, const std::string& name) {
-  return root.has_attribute(name) ? root.attribute_string(name) : std::string();
+  if (root.has_attribute(name)) return root.attribute_string(name);
+  if (!root.is_dataset(std::string(kProvenanceGroup) + "/" + name)) return std::string();
+  const auto values = get_list(root, name);
+  if (values.size() != 1) throw InputError(root.file() + ": " + kProvenanceGroup + "/" + name + " is not one text");
+  return values.front();
 }
 
 }  // namespace
@@ -90,16 +125,16 @@ void write_provenance(h5::Group& root, const Provenance& provenance) {
   root.set_attribute("tool", provenance.tool);
   root.set_attribute("version", provenance.version);
   root.set_attribute("git_commit", provenance.git_commit);
-  root.set_attribute("command_line", provenance.command_line);
-  root.set_attribute("config", provenance.config);
+  put_text(root, "command_line", provenance.command_line);
+  put_text(root, "config", provenance.config);
   root.set_attribute("created", provenance.created);
   std::vector<std::string> paths, hashes;
   for (const auto& input : provenance.inputs) {
     paths.push_back(input.path);
     hashes.push_back(input.sha256);
   }
-  root.set_attribute("input_files", paths);
-  root.set_attribute("input_sha256", hashes);
+  put_list(root, "input_files", paths);
+  put_list(root, "input_sha256", hashes);
 }
 
 Provenance read_provenance(const h5::Group& root) {
@@ -110,12 +145,12 @@ Provenance read_provenance(const h5::Group& root) {
   provenance.command_line = optional_string(root, "command_line");
   provenance.config = optional_string(root, "config");
   provenance.created = optional_string(root, "created");
-  if (root.has_attribute("input_files")) {
-    const auto paths = root.attribute_strings("input_files");
+  if (has_list(root, "input_files")) {
+    const auto paths = get_list(root, "input_files");
     std::vector<std::string> hashes;
-    if (root.has_attribute("input_sha256")) hashes = root.attribute_strings("input_sha256");
+    if (has_list(root, "input_sha256")) hashes = get_list(root, "input_sha256");
     if (hashes.size() != paths.size())
-      throw InputError(root.file() + ": attributes input_files and input_sha256 differ in length");
+      throw InputError(root.file() + ": input_files and input_sha256 differ in length");
     for (size_t i = 0; i < paths.size(); ++i) provenance.inputs.push_back({paths[i], hashes[i]});
   }
   return provenance;

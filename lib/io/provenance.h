@@ -40,10 +40,13 @@ Provenance make_provenance(const std::string& tool, const std::string& command_l
                            const std::vector<std::string>& inputs, const std::string& config = "");
 
 /// Writes the block as root attributes: tool, version, git_commit, command_line, config,
-/// created, input_files, input_sha256. Throws OutputError.
+/// created, input_files, input_sha256; a text or list over 16 KB (a corpus of thousands of files,
+/// its command line) as the string dataset /provenance/NAME instead, since HDF5 keeps attributes
+/// in a 64 KB object header. Throws OutputError.
 void write_provenance(h5::Group& root, const Provenance& provenance);
 
-/// Reads the block back; attributes that are absent stay empty. Throws InputError on a wrong type.
+/// Reads the block back, from the attributes or /provenance/NAME; what is absent stays empty.
+/// Throws InputError on a wrong type.
 Provenance read_provenance(const h5::Group& root);
 
 }  // namespace sg

@@ -155,3 +155,18 @@ add_test(NAME "cli: an output under a regular file is named as such, without a m
                  -DEXPECT_CODE=4 "-DEXPECT_STDERR=tokens.h5 is a file, not a directory" -P ${SG_EXPECT})
 set_tests_properties("cli: an output under a regular file is named as such, without a mkdir hint" PROPERTIES
                      FIXTURES_REQUIRED sg_tokens)
+
+# A closed pipe (SIGPIPE ignored; EPIPE handled): a log reader that goes away does not stop a run,
+# and a data writer whose reader has gone exits 0 and leaves no temporary file.
+add_test(NAME "cli: sg-train piped into head finishes its run"
+         COMMAND sh -c "$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --set iterations=6 \
+--set warmup=2 --set eval_interval=3 --set eval_batches=1 --set final_eval_batches=1 --threads 1 --log-interval 0.01 \
+-o ${SG_CLI_DATA}/piped.h5 --force 2>&1 | head -1 > /dev/null; $<TARGET_FILE:sg-info> ${SG_CLI_DATA}/piped.h5")
+set_tests_properties("cli: sg-train piped into head finishes its run" PROPERTIES FIXTURES_REQUIRED sg_tokens
+                     PASS_REGULAR_EXPRESSION "step 6 of 6, finished")
+add_test(NAME "cli: a result table to a closed pipe exits 0 and leaves no temporary file"
+         COMMAND sh -c "export TMPDIR=${SG_CLI_DATA}/pipe-tmp; rm -rf $TMPDIR; mkdir -p $TMPDIR; \
+$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/run.h5 --batches 1 --log-level quiet -o - \
+| head -c 1 > /dev/null; ls -A $TMPDIR | wc -l | sed 's/^/left: /'")
+set_tests_properties("cli: a result table to a closed pipe exits 0 and leaves no temporary file" PROPERTIES
+                     FIXTURES_REQUIRED "sg_tokens;sg_run" PASS_REGULAR_EXPRESSION "left: 0")

@@ -252,3 +252,30 @@ TEST_CASE("a result file whose rows attribute or column list disagrees with its 
   const auto absent = write("absent.h5", 3, {"val_loss", "seed"});
   CHECK_THROWS_WITH(sg::read_table(absent), Catch::Contains(absent) && Catch::Contains("no column 'seed'"));
 }
+
+TEST_CASE("provenance of thousands of inputs and a long command line: datasets, not attributes, read back the same") {
+  sg_test::Scratch scratch;
+  sg::Provenance provenance;
+  provenance.tool = "sg-test";
+  for (int i = 0; i < 5000; ++i)
+    provenance.inputs.push_back({"corpus/a-rather-long-folder-name/document-" + std::to_string(i) + ".txt",
+                                 std::string(64, static_cast<char>('a' + i % 26))});
+  provenance.command_line = "sg-tokenize";
+  for (const auto& input : provenance.inputs) provenance.command_line += " " + input.path;
+  provenance.config = "short";
+  {
+    sg::h5::Writer writer(scratch / "big.h5", /*force=*/true);
+    sg::write_provenance(writer.root(), provenance);
+    writer.commit();
+  }
+  const auto file = sg::h5::File::open(scratch / "big.h5");
+  CHECK_FALSE(file.has_attribute("input_files"));
+  CHECK(file.is_dataset("provenance/input_files"));
+  CHECK(file.has_attribute("config"));  // short ones stay attributes
+  const auto back = sg::read_provenance(file);
+  REQUIRE(back.inputs.size() == provenance.inputs.size());
+  CHECK(back.inputs[4999].path == provenance.inputs[4999].path);
+  CHECK(back.inputs[17].sha256 == provenance.inputs[17].sha256);
+  CHECK(back.command_line == provenance.command_line);
+  CHECK(back.config == "short");
+}
