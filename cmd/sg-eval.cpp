@@ -98,9 +98,7 @@ void run_wide(const Options& options, const std::string& command_line) {
   const auto tokens = sg::TokenFile::open(options.tokens);
   const auto provenance =
       sg::make_provenance("sg-eval", command_line, inputs, "batches=" + std::to_string(options.batches));
-  std::string token_sha256;
-  for (const auto& input : provenance.inputs)
-    if (input.path == options.tokens) token_sha256 = input.sha256;
+  const std::string token_sha256 = provenance.sha256_of(options.tokens);
   for (const auto& path : options.models)
     sg::check_token_file(sg::read_run_state(path), path, options.tokens, token_sha256, options.allow_other_tokens,
                          "sg-eval");
@@ -181,22 +179,15 @@ void run(const Options& options, const std::string& command_line) {
                              " context=" + std::to_string(options.context) + " limit=" + std::to_string(options.limit) +
                              " tokenizer=" + (options.tokenizer.empty() ? "own" : options.tokenizer);
   const auto provenance = sg::make_provenance("sg-eval", command_line, inputs, config);
-  std::string token_sha256;
-  for (const auto& input : provenance.inputs)
-    if (input.path == options.tokens) token_sha256 = input.sha256;
+  const std::string token_sha256 = provenance.sha256_of(options.tokens);
   // val: every model against the token file before the first one runs (a run file: the token file
   // it was trained on; a folder: a token file of its tokenizer's ids).
   if (wants("val")) {
     const auto tokens = sg::TokenFile::open(options.tokens);
     for (const auto& path : options.models) {
       if (sg::is_pretrained_folder(path)) {
-        const auto tokenizer = sg::Tokenizer::load(options.tokenizer.empty() ? path : options.tokenizer);
-        if (tokens.info().vocab_size != tokenizer.vocab_size() || tokens.info().eot_id != tokenizer.eot_id())
-          throw sg::InputError(options.tokens + ": its ids are not those of " + path + "'s tokenizer (vocabulary " +
-                                   std::to_string(tokens.info().vocab_size) + " ids, end-of-text " +
-                                   std::to_string(tokens.info().eot_id) + "; the tokenizer's " +
-                                   std::to_string(tokenizer.vocab_size()) + ", " + std::to_string(tokenizer.eot_id()) + ")",
-                               "tokenise the corpus with the checkpoint's tokenizer: sg-tokenize --vocab " + path);
+        const std::string vocabulary = options.tokenizer.empty() ? path : options.tokenizer;
+        sg::check_token_ids(tokens, sg::Tokenizer::load(vocabulary), vocabulary);
       } else {
         const auto state = sg::read_run_state(path);
         sg::check_token_file(state, path, options.tokens, token_sha256, options.allow_other_tokens, "sg-eval");

@@ -562,14 +562,19 @@ void append_examples(ResultTable& examples, const LanguageModel& model, const Re
   }
 }
 
+void check_token_ids(const TokenFile& tokens, const Tokenizer& tokenizer, const std::string& vocabulary) {
+  const auto& info = tokens.info();
+  if (info.vocab_size != tokenizer.vocab_size() || info.eot_id != tokenizer.eot_id())
+    throw InputError(tokens.path() + ": its ids are not those of " + vocabulary + " (vocabulary " +
+                         std::to_string(info.vocab_size) + " ids, end-of-text " + std::to_string(info.eot_id) +
+                         "; the tokenizer's " + std::to_string(tokenizer.vocab_size()) + ", " +
+                         std::to_string(tokenizer.eot_id()) + ")",
+                     "tokenise the corpus with the model's tokenizer: sg-tokenize --vocab " + vocabulary);
+}
+
 double window_loss(const LanguageModel& model, const TokenFile& tokens, int64_t context, int64_t sequences, int64_t seed,
                    int64_t micro_batch) {
-  const auto& info = tokens.info();
-  if (info.vocab_size != model.tokenizer().vocab_size() || info.eot_id != model.tokenizer().eot_id())
-    throw InputError(tokens.path() + ": its ids are not those of " + model.vocabulary() + " (vocabulary " +
-                         std::to_string(info.vocab_size) + " ids, end-of-text " + std::to_string(info.eot_id) + "; the model's " +
-                         std::to_string(model.tokenizer().vocab_size()) + ", " + std::to_string(model.tokenizer().eot_id()) + ")",
-                     "tokenise the corpus with the model's tokenizer: sg-tokenize --vocab " + model.vocabulary());
+  check_token_ids(tokens, model.tokenizer(), model.vocabulary());
   if (context > model.context_length())
     throw UsageError("--context " + std::to_string(context) + " exceeds the context length " +
                      std::to_string(model.context_length()) + " of " + model.path());

@@ -158,6 +158,10 @@ void append_metrics(ResultTable& table, const LanguageModel& model, const std::v
 /// evaluation_table before task) and appends them to `examples` (empty: the columns are made).
 void append_examples(ResultTable& examples, const LanguageModel& model, const ResultTable& rows);
 
+/// InputError unless the token file's ids are the tokenizer's (the same vocabulary size and
+/// end-of-text id); `vocabulary` names the tokenizer in the message.
+void check_token_ids(const TokenFile& tokens, const Tokenizer& tokenizer, const std::string& vocabulary);
+
 /// The validation loss of any language model (nats, mean over every predicted token) on
 /// `sequences` windows of `context` tokens of a token file's validation split, drawn by `seed`
 /// (sample_batch: with context = a run's block_size and the run's eval_seed, the windows of its

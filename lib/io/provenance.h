@@ -22,6 +22,13 @@ struct Provenance {
   std::string config;        // free text: the effective options or configuration
   std::string created;       // UTC, ISO 8601: "2026-05-01T12:34:56Z"
   std::vector<InputFile> inputs;
+
+  /// The hash of the input given as `path` ("" when it is not among the inputs).
+  std::string sha256_of(const std::string& path) const {
+    for (const auto& input : inputs)
+      if (input.path == path) return input.sha256;
+    return "";
+  }
 };
 
 /// SHA-256 of a file's bytes as lowercase hex ("-": the copy of stdin, see h5::resolve_input).

@@ -143,9 +143,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   std::unique_ptr<FileLock> lock;
   if (writer) lock = std::make_unique<FileLock>(options.output);
   // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
-  std::string token_sha256;
-  for (const auto& input : options.provenance.inputs)
-    if (input.path == options.token_file) token_sha256 = input.sha256;
+  const std::string token_sha256 = options.provenance.sha256_of(options.token_file);
   if (options.resume)
     check_token_file(state, options.output, options.token_file, token_sha256, options.allow_other_tokens, "sg-train");
   state.token_file = options.token_file;
