@@ -68,18 +68,26 @@ void run(Options options, const std::string& tool, const std::string& command_li
 
   const auto input = sg::filter_rows(sg::read_tables(options.inputs, {sg::split_list(options.keys)}), options.where);
   sg::StatsResult result;
-  if (options.decompose) {
-    options.parts.pair = options.pair.pair;
-    options.parts.by = options.pair.by;
-    options.parts.ref = options.pair.ref;
-    options.parts.value = options.pair.value;
-    result = sg::decompose(input, options.parts);
-  } else if (options.summary) {
-    options.pair.arms = sg::split_list(options.arms);
-    result = sg::summarize(input, options.pair);
-  } else {
-    options.pair.arms = sg::split_list(options.arms);
-    result = sg::paired_differences(input, options.pair);
+  try {
+    if (options.decompose) {
+      options.parts.pair = options.pair.pair;
+      options.parts.by = options.pair.by;
+      options.parts.ref = options.pair.ref;
+      options.parts.value = options.pair.value;
+      result = sg::decompose(input, options.parts);
+    } else if (options.summary) {
+      options.pair.arms = sg::split_list(options.arms);
+      result = sg::summarize(input, options.pair);
+    } else {
+      options.pair.arms = sg::split_list(options.arms);
+      result = sg::paired_differences(input, options.pair);
+    }
+  } catch (const sg::InputError& error) {  // a problem of the rows: say which files they came from
+    std::string files;
+    for (size_t i = 0; i < options.inputs.size() && i < 3; ++i)
+      files += (i ? ", " : "") + sg::h5::display_name(options.inputs[i]);
+    if (options.inputs.size() > 3) files += " and " + std::to_string(options.inputs.size() - 3) + " more";
+    throw sg::InputError(files + ": " + error.what(), error.hint());
   }
   for (const auto& warning : result.warnings) sg::log::info(tool + ": warning: " + warning);
   const auto provenance = sg::make_provenance(tool, command_line, options.inputs, describe(options));

@@ -39,6 +39,9 @@ void run(const Options& options, const std::string& command_line) {
   sg::h5::check_writable(options.common.output, options.common.force, sg::expand_inputs(options.inputs));
   const std::string vocab = options.vocab.empty() ? sg::default_vocabulary_path() : options.vocab;
   const auto tokenizer = sg::Tokenizer::load(vocab);
+  if (tokenizer.vocab_size() > 65536)
+    throw sg::InputError(vocab + ": " + std::to_string(tokenizer.vocab_size()) +
+                         " token ids, but token files store uint16 ids (vocabularies up to 65,536 tokens)");
   sg::TokenizeOptions tokenize;
   tokenize.output = options.common.output;
   tokenize.force = options.common.force;

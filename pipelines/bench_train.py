@@ -195,11 +195,13 @@ def sg_train_run(args, arm, env, workdir, steps):
     cpu = children_cpu_seconds() - cpu
     if done.returncode != 0:
         sys.exit(f"bench_train: sg-train --arm {arm} failed (exit {done.returncode}):\n{done.stderr}")
+    # sinkgate stores strings fixed-length: h5py gives them as bytes.
+    text = lambda value: value.decode() if isinstance(value, bytes) else value
     with h5py.File(output, "r") as f:
-        if f.attrs.get("format") != "sinkgate-run":
+        if text(f.attrs.get("format")) != "sinkgate-run":
             sys.exit(f"bench_train: {output} is not a sinkgate-run file")
         tokens_per_second = f["curves/tokens_per_second"][:]
-        config = {key: f["config"].attrs[key] for key in f["config"].attrs} if "config" in f else {}
+        config = {key: text(f["config"].attrs[key]) for key in f["config"].attrs} if "config" in f else {}
     os.remove(output)
     differing = {key: config.get(key) for key in SHAPE if str(config.get(key)) != str(SHAPE[key])}
     if differing:

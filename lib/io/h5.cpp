@@ -1,6 +1,7 @@
 // h5.cpp — the HDF5 C API behind h5.h. The only translation unit that includes hdf5.h.
 #include "lib/io/h5.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 
@@ -113,11 +114,43 @@ class Id {
   herr_t (*close_)(hid_t);
 };
 
-Id string_type() {
+/// Strings are stored fixed-length (NUL-padded UTF-8, `size` bytes each), never variable-length: a
+/// variable-length string lives in HDF5's global heap, which carries no checksum, and a damaged
+/// heap reference made libhdf5 read through a wild pointer (SIGSEGV in H5HG_read).
+Id string_type(size_t size) {
   Id type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_size(type, std::max<size_t>(size, 1));
+  H5Tset_strpad(type, H5T_STR_NULLPAD);
   H5Tset_cset(type, H5T_CSET_UTF8);
   return type;
+}
+
+/// `values` laid out as fixed-length strings of the longest one's size (at least 1 byte).
+std::vector<char> pack_strings(const std::vector<std::string>& values, size_t& size) {
+  size = 1;
+  for (const auto& v : values) size = std::max(size, v.size());
+  std::vector<char> packed(values.size() * size, '\0');
+  for (size_t i = 0; i < values.size(); ++i) std::memcpy(packed.data() + i * size, values[i].data(), values[i].size());
+  return packed;
+}
+
+/// The dataset-creation properties of a new dataset of `dims` holding `element` bytes each:
+/// chunked (whole rows, chunks of at most 1 GiB) with HDF5's Fletcher32 checksum, so that a damaged
+/// file is reported ("checksum failed") rather than decoded; the default (contiguous) for scalars
+/// and empty datasets, which cannot be chunked.
+Id checksummed_layout(const std::vector<hsize_t>& dims, size_t element) {
+  Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  hsize_t count = 1;
+  for (const hsize_t d : dims) count *= d;
+  if (dims.empty() || count == 0) return dcpl;
+  const hsize_t row = count / dims[0] * element;
+  constexpr hsize_t kMaxChunk = hsize_t{1} << 30;
+  if (row > kMaxChunk) return dcpl;
+  std::vector<hsize_t> chunk = dims;
+  chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], kMaxChunk / row));
+  H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+  H5Pset_fletcher32(dcpl);
+  return dcpl;
 }
 
 hid_t file_type(Dtype dtype) {
@@ -182,7 +215,50 @@ std::string class_name(H5T_class_t type_class) {
   }
 }
 
-/// Reads the strings of an attribute (is_attribute) or dataset: variable or fixed length.
+/// The size in bytes of the file holding `object`, when it is open read-only (0 otherwise: a file
+/// being written grows as it is flushed).
+uint64_t file_size_of(hid_t object) {
+  Id file(H5Iget_file_id(object), H5Fclose);
+  unsigned intent = 0;
+  hsize_t size = 0;
+  if (!file.ok() || H5Fget_intent(file, &intent) < 0 || (intent & H5F_ACC_RDWR) || H5Fget_filesize(file, &size) < 0)
+    return 0;
+  return size;
+}
+
+/// Throws InputError when an attribute or dataset claims more bytes than its file could hold:
+/// `count` elements of `element` bytes in a file of `file_bytes` (a damaged dataspace or datatype,
+/// which would otherwise become an allocation of many gigabytes). Compressed datasets of other
+/// writers may hold up to zlib's ratio (1032:1); sinkgate's own are uncompressed.
+void check_plausible(uint64_t count, uint64_t element, uint64_t file_bytes, bool compressed, const std::string& file,
+                     const std::string& what) {
+  if (file_bytes == 0) return;
+  const uint64_t limit = compressed ? file_bytes * 1032 : file_bytes;
+  if (element > 0 && count > limit / element)
+    throw InputError(file + ": " + what + " claims " + std::to_string(count) + " elements of " +
+                     std::to_string(element) + " bytes, more than the file's " + std::to_string(file_bytes) +
+                     " bytes could hold: the file is damaged");
+}
+
+/// Whether dataset `dataset` passes its data through a compression filter.
+bool is_compressed(hid_t dataset) {
+  Id dcpl(H5Dget_create_plist(dataset), H5Pclose);
+  if (!dcpl.ok()) return false;
+  const int filters = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0;
+    size_t elements = 0;
+    unsigned values[8];
+    char name[64];
+    const H5Z_filter_t filter = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &elements, values,
+                                               sizeof name, name, nullptr);
+    if (filter != H5Z_FILTER_FLETCHER32) return true;
+  }
+  return false;
+}
+
+/// Reads the strings of an attribute (is_attribute) or dataset: fixed length (what sinkgate
+/// writes) or variable length (files of sinkgate before 0.3, and other writers).
 std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const std::string& file,
                                           const std::string& what) {
   Id type(is_attribute ? H5Aget_type(object) : H5Dget_type(object), H5Tclose);
@@ -191,10 +267,14 @@ std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const
   const hssize_t count = H5Sget_simple_extent_npoints(space);
   std::vector<std::string> values;
   if (count <= 0) return values;
+  // A variable-length string's reference takes 16 bytes in the object, its text more in the heap.
+  const bool variable = H5Tis_variable_str(type) > 0;
+  check_plausible(static_cast<uint64_t>(count), variable ? 16 : H5Tget_size(type), file_size_of(object),
+                  !is_attribute && is_compressed(object), file, what);
   auto read = [&](hid_t memory, void* buffer) {
     return is_attribute ? H5Aread(object, memory, buffer) : H5Dread(object, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
   };
-  if (H5Tis_variable_str(type) > 0) {
+  if (variable) {
     Id memory(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(memory, H5T_VARIABLE);
     H5Tset_cset(memory, H5Tget_cset(type));
@@ -206,6 +286,7 @@ std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const
     const size_t size = H5Tget_size(type);
     Id memory(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(memory, size);
+    H5Tset_strpad(memory, H5T_STR_NULLPAD);  // all `size` bytes (NULLTERM would drop the last for a NUL)
     H5Tset_cset(memory, H5Tget_cset(type));
     std::vector<char> buffer(static_cast<size_t>(count) * size, '\0');
     if (read(memory, buffer.data()) < 0) fail_input(file, "cannot read " + what);
@@ -487,10 +568,11 @@ std::vector<std::string> Object::attribute_names() const {
 
 void Object::set_attribute(const std::string& name, const std::string& value) {
   init();
-  Id type = string_type();
+  size_t size = 0;
+  const auto packed = pack_strings({value}, size);
+  Id type = string_type(size);
   Id space(H5Screate(H5S_SCALAR), H5Sclose);
-  const char* data[1] = {value.c_str()};
-  write_attribute(*this, name, type, type, space, data);
+  write_attribute(*this, name, type, type, space, packed.data());
 }
 
 void Object::set_attribute(const std::string& name, const char* value) { set_attribute(name, std::string(value)); }
@@ -509,11 +591,11 @@ void Object::set_attribute(const std::string& name, double value) {
 
 void Object::set_attribute(const std::string& name, const std::vector<std::string>& values) {
   init();
-  Id type = string_type();
+  size_t size = 0;
+  const auto packed = pack_strings(values, size);
+  Id type = string_type(size);
   Id space = vector_space(values.size());
-  std::vector<const char*> data;
-  for (const auto& v : values) data.push_back(v.c_str());
-  write_attribute(*this, name, type, type, space, values.empty() ? nullptr : data.data());
+  write_attribute(*this, name, type, type, space, values.empty() ? nullptr : packed.data());
 }
 
 void Object::set_attribute(const std::string& name, const std::vector<int64_t>& values) {
@@ -685,7 +767,8 @@ Dataset Group::write_array(const std::string& path, Dtype dtype, const std::vect
   }
   Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
            H5Sclose);
-  auto dataset = create_dataset(*this, path, file_type(dtype), space, H5P_DEFAULT,
+  Id layout = checksummed_layout(dims, H5Tget_size(file_type(dtype)));
+  auto dataset = create_dataset(*this, path, file_type(dtype), space, layout,
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   if (dtype == Dtype::bfloat16 || dtype == Dtype::boolean) dataset.set_attribute("sg_dtype", to_string(dtype));
   if (count > 0 && H5Dwrite(dataset.id(), memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
@@ -695,14 +778,15 @@ Dataset Group::write_array(const std::string& path, Dtype dtype, const std::vect
 
 Dataset Group::write_strings(const std::string& path, const std::vector<std::string>& values) {
   init();
-  Id type = string_type();
+  size_t size = 0;
+  const auto packed = pack_strings(values, size);
+  Id type = string_type(size);
   const hsize_t dims[1] = {values.size()};
   Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  auto dataset = create_dataset(*this, path, type, space, H5P_DEFAULT,
+  Id layout = checksummed_layout({dims[0]}, size);
+  auto dataset = create_dataset(*this, path, type, space, layout,
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
-  std::vector<const char*> data;
-  for (const auto& v : values) data.push_back(v.c_str());
-  if (!values.empty() && H5Dwrite(dataset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
+  if (!values.empty() && H5Dwrite(dataset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()) < 0)
     fail_output(file_, "cannot write dataset " + dataset.path());
   return dataset;
 }
@@ -711,7 +795,8 @@ Dataset Group::write_doubles(const std::string& path, const std::vector<double>&
   init();
   const hsize_t dims[1] = {values.size()};
   Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  auto dataset = create_dataset(*this, path, H5T_IEEE_F64LE, space, H5P_DEFAULT,
+  Id layout = checksummed_layout({dims[0]}, 8);
+  auto dataset = create_dataset(*this, path, H5T_IEEE_F64LE, space, layout,
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
     fail_output(file_, "cannot write dataset " + dataset.path());
@@ -722,7 +807,8 @@ Dataset Group::write_ints(const std::string& path, const std::vector<int64_t>& v
   init();
   const hsize_t dims[1] = {values.size()};
   Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  auto dataset = create_dataset(*this, path, H5T_STD_I64LE, space, H5P_DEFAULT,
+  Id layout = checksummed_layout({dims[0]}, 8);
+  auto dataset = create_dataset(*this, path, H5T_STD_I64LE, space, layout,
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
     fail_output(file_, "cannot write dataset " + dataset.path());
@@ -740,6 +826,7 @@ Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t c
   Id space(H5Screate_simple(1, dims, max_dims), H5Sclose);
   Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_chunk(dcpl, 1, chunk_dims);
+  H5Pset_fletcher32(dcpl);
   return create_dataset(*this, path, file_type(dtype), space, dcpl,
                         [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
 }
@@ -754,6 +841,24 @@ std::vector<int64_t> Dataset::shape() const {
   if (rank < 0) fail_input(file_, "cannot read the shape of " + path_);
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  // Callers size their buffers from the shape: check it against the file before they allocate.
+  uint64_t count = 1;
+  for (const hsize_t d : dims) {
+    if (d > (uint64_t{1} << 62) || (d > 0 && count > (uint64_t{1} << 62) / d))
+      throw InputError(file_ + ": dataset " + path_ + " has an impossible shape: the file is damaged");
+    count *= d;
+  }
+  Id type(H5Dget_type(id_), H5Tclose);
+  if (!type.ok()) fail_input(file_, "cannot read the type of " + path_);
+  const size_t element = H5Tis_variable_str(type) > 0 ? 16 : H5Tget_size(type);
+  const uint64_t file_bytes = file_size_of(id_);
+  const bool compressed = is_compressed(id_);
+  check_plausible(count, element, file_bytes, compressed, file_, "dataset " + path_);
+  // Every byte of a sinkgate dataset is written: storage short of the shape means lost chunks, whose
+  // elements HDF5 would quietly read as the fill value.
+  if (file_bytes > 0 && !compressed && H5Dget_storage_size(id_) < count * element)
+    throw InputError(file_ + ": dataset " + path_ + " stores " + std::to_string(H5Dget_storage_size(id_)) + " of its " +
+                     std::to_string(count * element) + " bytes: the file is damaged");
   return std::vector<int64_t>(dims.begin(), dims.end());
 }
 
@@ -913,6 +1018,12 @@ Writer::Writer(const std::string& path, bool force) : path_(path), force_(force)
   H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);  // commit() closes every object still open
+  // The 1.10 file format or newer: every metadata structure (superblock, object headers, chunk
+  // indexes, heaps of links and attributes) carries a checksum that the library verifies on
+  // reading, so a damaged file is an error rather than a wild read. (The 1.8 format still indexes
+  // chunks by version-1 B-trees, which have none: a damaged key there hid a chunk, and its data
+  // read back as zeros.) HDF5 1.10 and later read it, h5py included.
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
   file_ = H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
   if (file_ < 0) {
     const auto message = hdf5_message();

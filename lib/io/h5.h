@@ -7,8 +7,10 @@
 //
 // Storage conventions (lib/SCHEMA.md, "General conventions"): little-endian IEEE floats and
 // two's-complement integers; bfloat16 is stored as uint16 with the attribute sg_dtype="bfloat16";
-// bool as uint8 with sg_dtype="bool"; strings as variable-length UTF-8. Every sinkgate file has
-// the root attributes `format` and `schema_version` (set_format / check_format).
+// bool as uint8 with sg_dtype="bool"; strings as fixed-length UTF-8 (variable-length ones are read
+// too); the HDF5 1.10 format (checksummed metadata) and Fletcher32 on every chunked dataset, so
+// that a damaged file is an InputError, never a crash or wrong data. Every sinkgate file has the
+// root attributes `format` and `schema_version` (set_format / check_format).
 //
 // Not here: what a particular file kind contains (results.h, checkpoint, token files).
 #pragma once

@@ -173,6 +173,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
                                 " (expected " + std::to_string(expected) + ")");
     expected = entry->end;
   }
+  if (expected != data_size)
+    throw malformed(path, std::to_string(data_size - expected) + " bytes after the last tensor (the tensors end at data byte " +
+                              std::to_string(expected) + " of " + std::to_string(data_size) + ")");
   return file;
 }
 

@@ -192,6 +192,9 @@ GPT load_model(const std::string& path, const torch::Device& device) {
     if (stored.sizes() != item.value().sizes())
       throw InputError(path + ": parameter '" + item.key() + "' has shape " + c10::str(stored.sizes()) +
                        ", the configuration implies " + c10::str(item.value().sizes()));
+    if (!torch::isfinite(stored).all().item<bool>())  // sinkgate never writes them (save_checkpoint)
+      throw InputError(path + ": parameter '" + item.key() + "' holds non-finite values (NaN or infinity)",
+                       "the run file is damaged");
     item.value().copy_(stored.to(torch::kFloat));
   }
   model->to(device);
@@ -230,6 +233,9 @@ void load_optimizer(const std::string& path, GPTImpl& model, torch::optim::AdamW
       if (tensor.sizes() != item.value().sizes())
         throw InputError(path + ": /" + name + "/" + moment + " has shape " + shape_text(tensor) + ", but " +
                          item.key() + " has " + shape_text(item.value()), "the run file is damaged");
+      if (!torch::isfinite(tensor).all().item<bool>() || (std::string(moment) == "exp_avg_sq" && tensor.lt(0).any().item<bool>()))
+        throw InputError(path + ": /" + name + "/" + moment + " holds non-finite or impossible values",
+                         "the run file is damaged");
       if (std::string(moment) == "exp_avg") state->exp_avg(tensor.to(item.value().device()));
       else state->exp_avg_sq(tensor.to(item.value().device()));
     }

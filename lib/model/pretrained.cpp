@@ -121,7 +121,11 @@ class WeightReader {
                            config_.dtype,
                        "is config.json from the same model as the safetensors files?");
     count_ += entry.numel();
-    return load_tensor(folder_, stored).to(device_, torch::kFloat32);
+    auto tensor = load_tensor(folder_, stored).to(device_, torch::kFloat32);
+    if (!torch::isfinite(tensor).all().item<bool>())
+      throw InputError(file + ": tensor '" + stored + "' holds non-finite values (NaN or infinity)",
+                       "the file is damaged; download it again");
+    return tensor;
   }
 
   int64_t count() const { return count_; }

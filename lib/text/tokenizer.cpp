@@ -1180,8 +1180,18 @@ std::shared_ptr<Tokenizer::Impl> build_hugging_face(const std::string& path, con
   if (auto it = added.find(kEndOfText); it != added.end()) impl->eot = it->second;
   else if (auto it = vocab.find(kEndOfText); it != vocab.end()) impl->eot = it->second;
   int32_t max_id = -1;
-  for (const auto& [token, id] : vocab) max_id = std::max(max_id, id);
-  for (const auto& [token, id] : added) max_id = std::max(max_id, id);
+  std::string max_token;
+  std::set<int32_t> distinct;
+  for (const auto* tokens : {&vocab, &added})
+    for (const auto& [token, id] : *tokens) {
+      distinct.insert(id);
+      if (id > max_id) max_id = id, max_token = token;
+    }
+  // Ids run 0..N-1 in every real vocabulary; a few gaps are tolerated, an id far beyond is damage
+  // (and would size the id table by it).
+  if (static_cast<size_t>(max_id) >= 2 * distinct.size() + 256)
+    malformed(path, 0, "the id " + std::to_string(max_id) + " of token '" + excerpt(max_token) + "' lies far beyond the " +
+                           std::to_string(distinct.size()) + " ids the vocabulary holds (ids run 0..N-1)");
   impl->token_bytes.resize(static_cast<size_t>(max_id) + 1);
   std::vector<std::pair<std::string, int32_t>> mergeable;
   for (const auto& [token, id] : vocab) {
@@ -1200,7 +1210,8 @@ std::shared_ptr<Tokenizer::Impl> build_hugging_face(const std::string& path, con
     const auto merged = vocab.find(merges[i].first + merges[i].second);
     if (left == vocab.end() || right == vocab.end() || merged == vocab.end())
       malformed(merges_path, merge_lines[i],
-                "merge '" + merges[i].first + " " + merges[i].second + "' names a token that is not in the vocabulary");
+                "merge '" + merges[i].first + " " + merges[i].second + "' names a token that is not in the vocabulary " +
+                    path);
     impl->merges.insert(left->second, right->second, static_cast<uint32_t>(i), merged->second);
   }
   // Emit a piece whole only where the merges would produce that very token.
