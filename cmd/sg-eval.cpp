@@ -19,6 +19,7 @@
 //   sg-eval --task lambada,hellaswag,wikitext runs/124M/*/0.h5 checkpoints/gpt2 -o zero-shot.h5
 //   sg-eval --task lambada --lambada data/lambada_test.jsonl --limit 200 run.h5 -o - | sg-tabulate -
 #include <chrono>
+#include <functional>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
@@ -238,8 +239,18 @@ void run(const Options& options, const std::string& command_line) {
       }
       add({{metric}, sg::example_table()});
     }
-    if (wants("lambada")) add(sg::evaluate_lambada(model, passages, scoring(options, where + " lambada")));
-    if (wants("hellaswag")) add(sg::evaluate_hellaswag(model, items, scoring(options, where + " hellaswag")));
+    // An example this model cannot score is named with the file it comes from.
+    auto from = [](const std::string& file, const std::function<void()>& evaluate) {
+      try {
+        evaluate();
+      } catch (const sg::UsageError& error) {
+        throw sg::UsageError(file + ": " + error.what(), error.hint());
+      }
+    };
+    if (wants("lambada"))
+      from(options.lambada, [&] { add(sg::evaluate_lambada(model, passages, scoring(options, where + " lambada"))); });
+    if (wants("hellaswag"))
+      from(options.hellaswag, [&] { add(sg::evaluate_hellaswag(model, items, scoring(options, where + " hellaswag"))); });
     if (wants("wikitext")) add(sg::evaluate_wikitext(model, pages, scoring(options, where + " wikitext")));
     const size_t before = table.rows();
     sg::append_metrics(table, model, metrics);

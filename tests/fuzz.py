@@ -241,11 +241,12 @@ def readers(bin_dir, seeds, out):
                    {OK, INPUT})],
         "vocab.json": vocabulary("vocab.json"),
         "tokenizer.json": vocabulary("tokenizer.json"),
+        # Exit 2 for an example longer than the model's context (lm-eval refuses it too).
         "lambada": [("sg-eval --task lambada", [t("sg-eval"), "--task", "lambada", "--lambada", "{F}", "--tokenizer",
-                                                seeds["vocab.json"], small] + torch + o("zs.h5"), {OK, INPUT})],
+                                                seeds["vocab.json"], small] + torch + o("zs.h5"), {OK, USAGE, INPUT})],
         "hellaswag": [("sg-eval --task hellaswag", [t("sg-eval"), "--task", "hellaswag", "--hellaswag", "{F}",
                                                     "--tokenizer", seeds["vocab.json"], small] + torch + o("zs.h5"),
-                       {OK, INPUT})],
+                       {OK, USAGE, INPUT})],
     }
     if "hf" in seeds:
         folder = [
@@ -415,7 +416,7 @@ def run_reader(name, argv, allowed, target, timeout, out_dir):
         return "bad-code", f"exit {code}: {message[-300:]}", seconds
     base = os.path.basename(target)
     if code == INPUT and base not in message:
-        return "unnamed", f"exit 3 without naming {base}: {message[-300:]}", seconds
+        return "unnamed", f"exit {code} without naming {base}: {message[-300:]}", seconds
     if not name.startswith("sg-train --resume") and digest(target) != before:
         return "changed-input", "the reader changed its input", seconds
     return "ok" if code == OK else f"exit {code}", "", seconds

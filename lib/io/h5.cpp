@@ -114,6 +114,16 @@ class Id {
   herr_t (*close_)(hid_t);
 };
 
+/// Keeps an object's links and attributes in its object header, whose checksum the library
+/// verifies, however many there are: past 8 of either HDF5 moves them to a fractal heap whose
+/// blocks carry no checksum, and libhdf5 1.10 crashed on a damaged link there (SIGSEGV freeing a
+/// half-decoded link table in H5G__dense_get_name_by_idx, found by fuzzing run files).
+void keep_compact(hid_t creation_properties, bool links) {
+  constexpr unsigned kMaxCompact = 65535;  // HDF5's bound for both
+  H5Pset_attr_phase_change(creation_properties, kMaxCompact, 0);
+  if (links) H5Pset_link_phase_change(creation_properties, kMaxCompact, 0);
+}
+
 /// Strings are stored fixed-length (NUL-padded UTF-8, `size` bytes each), never variable-length: a
 /// variable-length string lives in HDF5's global heap, which carries no checksum, and a damaged
 /// heap reference made libhdf5 read through a wild pointer (SIGSEGV in H5HG_read).
@@ -140,6 +150,7 @@ std::vector<char> pack_strings(const std::vector<std::string>& values, size_t& s
 /// and empty datasets, which cannot be chunked.
 Id checksummed_layout(const std::vector<hsize_t>& dims, size_t element) {
   Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  keep_compact(dcpl, /*links=*/false);
   hsize_t count = 1;
   for (const hsize_t d : dims) count *= d;
   if (dims.empty() || count == 0) return dcpl;
@@ -258,7 +269,7 @@ bool is_compressed(hid_t dataset) {
 }
 
 /// Reads the strings of an attribute (is_attribute) or dataset: fixed length (what sinkgate
-/// writes) or variable length (files of sinkgate before 0.3, and other writers).
+/// writes) or variable length (files of sinkgate 0.1, and other writers).
 std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const std::string& file,
                                           const std::string& what) {
   Id type(is_attribute ? H5Aget_type(object) : H5Dget_type(object), H5Tclose);
@@ -302,6 +313,7 @@ std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const
 Id ordered_gcpl() {
   Id gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
   H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  keep_compact(gcpl, /*links=*/true);
   return gcpl;
 }
 
@@ -827,6 +839,7 @@ Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t c
   Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_chunk(dcpl, 1, chunk_dims);
   H5Pset_fletcher32(dcpl);
+  keep_compact(dcpl, /*links=*/false);
   return create_dataset(*this, path, file_type(dtype), space, dcpl,
                         [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
 }
@@ -1016,6 +1029,7 @@ Writer::Writer(const std::string& path, bool force) : path_(path), force_(force)
   temporary_ = path == "-" ? make_temporary("sinkgate-stdout") : temporary_for(path);
   Id fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  keep_compact(fcpl, /*links=*/true);
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);  // commit() closes every object still open
   // The 1.10 file format or newer: every metadata structure (superblock, object headers, chunk

@@ -170,3 +170,16 @@ $<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/run.h5 -
 | head -c 1 > /dev/null; ls -A $TMPDIR | wc -l | sed 's/^/left: /'")
 set_tests_properties("cli: a result table to a closed pipe exits 0 and leaves no temporary file" PROPERTIES
                      FIXTURES_REQUIRED "sg_tokens;sg_run" PASS_REGULAR_EXPRESSION "left: 0")
+
+# Crash consistency (tests/crash_consistency.py): runs killed by SIGKILL at random moments, several
+# times each, then resumed, end bitwise equal to an uninterrupted run (timings aside); after every
+# kill the output is absent or a complete run file; no temporary file outlives the next write.
+# SG_CRASH_TRIALS sets the number of trials (6 here, 3 kills each).
+if(SG_PYTHON)
+  add_test(NAME "cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise"
+           COMMAND ${SG_PYTHON} ${PROJECT_SOURCE_DIR}/tests/crash_consistency.py ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}
+                   ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/crash --corpus ${SG_CORPUS} --tokenize-kills 5)
+  set_tests_properties("cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise"
+                       PROPERTIES FIXTURES_REQUIRED sg_tokens TIMEOUT 900
+                       PASS_REGULAR_EXPRESSION "every killed run resumed to the uninterrupted result")
+endif()
