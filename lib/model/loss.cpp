@@ -2,6 +2,8 @@
 #include "lib/model/loss.h"
 #include "lib/model/loss_tuning.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -30,16 +32,24 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     // Softmax and sums in float32 (float64 for float64 inputs).
     const auto math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
     const double inverse_rows = 1.0 / static_cast<double>(rows);
+    // The products' dtype: autocast's where it is on (bf16 on the GPU), as autocast would run them.
+    // Under autocast `hidden` arrives in float32 (LayerNorm runs in float32 there), and out= and
+    // in-place products (mm_out, addmm_) escape autocast: so the dtype is taken from autocast, not
+    // from hidden, and every product below is a plain, cast, matmul.
+    const auto device_type = hidden.device().type();
+    const bool autocast = math == torch::kFloat && at::autocast::is_autocast_enabled(device_type);
+    const auto low = autocast ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
     torch::Tensor grad_hidden, grad_weight;
     const auto weight_m = weight.to(math);
-    const auto weight_h = weight.to(hidden.scalar_type());  // cast once, not per chunk (bf16 under autocast)
+    const auto weight_h = weight.to(low);  // cast once, not per chunk
     if (need_grad) {
       grad_hidden = torch::empty_like(hidden);
       grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
     }
     // CPU float32: the fast paths of lib/cpu_kernels where they run. The weight is packed once
     // for every chunk and both products that read it; max, exp and sum are one pass over each row.
-    const bool cpu_float = hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
+    const bool cpu_float =
+        !autocast && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
     const bool fused_rows = cpu_float && has_exp_shifted_rows();
     const int64_t width = hidden.size(1);
     std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
@@ -59,7 +69,7 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
         logits = torch::empty({n, vocab}, hidden.options());
         times_weight_t->multiply(h.contiguous().data_ptr<float>(), width, n, logits.data_ptr<float>(), vocab);
       } else {
-        logits = torch::matmul(h, weight.t()).to(math);
+        logits = torch::matmul(h.to(low), weight_h.t()).to(math);
       }
       const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1);
       torch::Tensor rowmax, sums;  // (n, 1), (n); sums in float64 from the fused rows
@@ -77,7 +87,7 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       if (!need_grad) continue;
       const auto row_scale = (sums.reciprocal() * inverse_rows).to(math).unsqueeze(1);  // 1 / (s N), (n, 1)
       const auto h_m = h.to(math);
-      const auto e_h = e.to(h.scalar_type());
+      const auto e_h = e.to(low);
       torch::Tensor product;  // (n, C)
       if (times_weight) {
         product = torch::empty({n, width}, hidden.options());
@@ -88,8 +98,8 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       grad_hidden.index_put_({Slice(begin, end)},
                              (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
       const auto h_scaled = h_m * row_scale;
-      if (h.scalar_type() != math) {  // bf16 under CUDA autocast: the product in bf16, as autocast would
-        const auto part = torch::matmul(e_h.t(), h_scaled.to(h.scalar_type())).to(math);
+      if (low != math) {  // bf16 under autocast
+        const auto part = torch::matmul(e_h.t(), h_scaled.to(low)).to(math);
         if (begin == 0) grad_weight.copy_(part); else grad_weight.add_(part);
       } else if (begin == 0) {
         torch::mm_out(grad_weight, e.t(), h_scaled);
@@ -118,7 +128,8 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows) {
   // The CPU float32 loss: the chunk this machine runs fastest (loss_tuning.h).
-  if (chunk_rows <= 0 && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2)
+  if (chunk_rows <= 0 && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2 &&
+      !at::autocast::is_autocast_enabled(at::kCPU))
     chunk_rows = loss_chunk_rows(hidden.size(0), hidden.size(1), weight.size(0));
   return LinearCrossEntropy::apply(hidden, weight, targets, chunk_rows);
 }

@@ -1,6 +1,7 @@
 // Tests of lib/model/loss: the chunked linear cross-entropy against the unfused loss of LibTorch.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <ATen/autocast_mode.h>
 
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
@@ -52,6 +53,47 @@ TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), valu
   const auto t = torch::randint(9, {5}, torch::kLong);
   CHECK(std::abs(sg::linear_cross_entropy(h, w, t).item<double>() -
                  torch::nn::functional::cross_entropy(torch::matmul(h, w.t()), t).item<double>()) < 1e-5);
+}
+
+// On the GPU, bf16 autocast hands the loss float32 hidden states (LayerNorm runs in float32 under
+// autocast) and float32 weights; the products must still run in bf16, as autocast would run them
+// (a float32 product there forgoes the tensor cores). CPU autocast shows the same rule here: the
+// error against float64 is bf16's (well above float32's), and within bf16's tolerance.
+TEST_CASE("under autocast the loss's products run in the autocast dtype, within bf16 tolerance of float64") {
+  torch::manual_seed(5);
+  const int64_t rows = 64, width = 32, vocab = 301;
+  auto hidden = torch::randn({rows, width}).requires_grad_(true);
+  auto weight = (torch::randn({vocab, width}) * 0.5).requires_grad_(true);
+  const auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  auto hidden_ref = hidden.detach().to(torch::kDouble).requires_grad_(true);
+  auto weight_ref = weight.detach().to(torch::kDouble).requires_grad_(true);
+  torch::Tensor loss;
+  {
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    loss = sg::linear_cross_entropy(hidden, weight, targets, 16);
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::clear_cache();
+  }
+  auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
+  loss.backward();
+  ref.backward();
+  CHECK(loss.scalar_type() == torch::kFloat);
+  CHECK(hidden.grad().scalar_type() == torch::kFloat);
+  CHECK(weight.grad().scalar_type() == torch::kFloat);
+  const double loss_error = std::abs(loss.item<double>() - ref.item<double>()) / ref.item<double>();
+  const auto relative = [](const torch::Tensor& got, const torch::Tensor& want) {
+    return ((got.to(torch::kDouble) - want).abs().max() / want.abs().max()).item<double>();
+  };
+  const double hidden_error = relative(hidden.grad(), hidden_ref.grad());
+  const double weight_error = relative(weight.grad(), weight_ref.grad());
+  INFO("relative errors: loss " << loss_error << ", dhidden " << hidden_error << ", dweight " << weight_error);
+  CHECK(loss_error < 2e-2);
+  CHECK(hidden_error < 3e-2);
+  CHECK(weight_error < 3e-2);
+  // bf16 (8 bits of mantissa) leaves errors near 1e-3; float32 would leave 1e-6.
+  CHECK(hidden_error > 1e-4);
+  CHECK(weight_error > 1e-4);
 }
 
 TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallback against float64") {
