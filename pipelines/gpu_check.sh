@@ -16,6 +16,7 @@ OUT=${3:-gpu-check}
 STEPS=${GPU_CHECK_STEPS:-45}          # optimizer steps of each throughput run
 TESTS=${GPU_CHECK_TESTS:-1}           # 0: skip the tests, self-checks and the learning run
 ARMS=${GPU_CHECK_ARMS:-baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2}
+COSTS=${GPU_CHECK_COSTS:-0}           # 1: also the measurements M0, M3-M8 of pipelines/GPU_COSTS.md
 mkdir -p "$OUT"
 rm -f "$OUT/failed-steps"
 
@@ -129,6 +130,43 @@ if [ "$TESTS" != 0 ]; then
   final=$(grep -o 'val [0-9.]*' "$OUT/learn.log" | tail -1 | cut -d' ' -f2)
   echo "10M combo2 after 300 steps: validation loss ${final:-missing}"
   awk -v v="${final:-99}" 'BEGIN { exit !(v < 8.0) }' || echo "the 10M run did not learn" >> "$OUT/failed-steps"
+fi
+
+# Issue 15's measurements (pipelines/GPU_COSTS.md, section 7), each against its prediction there:
+# the machine's clocks during a run (M0), the SDPA backend (M3), sequence length (M4), vocabulary
+# alignment (M5), one micro-batch (M6), the 10M tier's speed (M7) and the loss's chunk (M8). About
+# 6 minutes at today's speed; one table last, tokens/s per variant.
+if [ "$COSTS" != 0 ]; then
+  printf 'variant\ttokens_per_s\n' > "$OUT/costs.tsv"
+  variant() {  # NAME TIER ARM [KEY=VALUE environment ...] -- [sg-train options ...]
+    local name=$1 tier=$2 arm=$3 env=()
+    shift 3
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    step env "${env[@]}" "$BIN/sg-train" --tier "$tier" --arm "$arm" --device cuda --tokens "$TOKENS" \
+      -o "$OUT/cost.h5" --force --set iterations=24 --set warmup=2 --set eval_interval=8 --set eval_batches=1 \
+      --set final_eval_batches=1 --set checkpoint_interval=100000 "$@" 2>&1 | tee "$OUT/cost-$name.log"
+    printf '%s\t%s\n' "$name" "$(grep -o '[0-9]* tok/s' "$OUT/cost-$name.log" | tail -1 | cut -d' ' -f1)" \
+      >> "$OUT/costs.tsv"
+    rm -f "$OUT/cost.h5"
+  }
+  nvidia-smi --query-gpu=name,mig.mode.current,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu \
+    --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+  smi=$!
+  variant M0-baseline 124M baseline --
+  kill $smi 2>/dev/null
+  for arm in baseline sinktoken renorm sinklogit; do
+    variant "M3-$arm-cudnn-last" 124M "$arm" TORCH_CUDNN_SDPA_DEPRIORITIZED=1 --
+  done
+  variant M4-baseline-1023 124M baseline -- --set block_size=1023
+  variant M4-sinktoken-1023 124M sinktoken -- --set block_size=1023
+  variant M5-baseline-vocab-50304 124M baseline -- --set vocab_size=50304
+  variant M6-baseline-one-micro-batch 124M baseline -- --set micro_batch=32 --set accumulation=1
+  variant M7-10M-baseline 10M baseline -- --set iterations=60
+  for rows in 2048 8192; do
+    variant "M8-baseline-loss-chunk-$rows" 124M baseline SG_LOSS_CHUNK_ROWS=$rows --
+  done
+  cat "$OUT/costs.tsv"
 fi
 
 # The toy task of Figure 3 on the GPU: one cell of the grid, shortened.

@@ -131,6 +131,8 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Ten
   if (chunk_rows <= 0 && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2 &&
       !at::autocast::is_autocast_enabled(at::kCPU))
     chunk_rows = loss_chunk_rows(hidden.size(0), hidden.size(1), weight.size(0));
+  else if (chunk_rows <= 0)
+    chunk_rows = forced_loss_chunk_rows();  // elsewhere (a GPU) the fixed rule, unless SG_LOSS_CHUNK_ROWS
   return LinearCrossEntropy::apply(hidden, weight, targets, chunk_rows);
 }
 

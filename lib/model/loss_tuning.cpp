@@ -115,15 +115,23 @@ std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
   return candidates;
 }
 
-int64_t loss_chunk_rows(int64_t rows, int64_t width, int64_t vocab) {
+int64_t forced_loss_chunk_rows() {
   if (const char* forced = std::getenv("SG_LOSS_CHUNK_ROWS"); forced && *forced) {
     try {
       const long long n = std::stoll(forced);
       if (n > 0) return n;
     } catch (const std::exception&) {
     }
-    log::info("sinkgate: warning: SG_LOSS_CHUNK_ROWS='" + std::string(forced) + "' is not a positive integer; ignored");
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      log::info("sinkgate: warning: SG_LOSS_CHUNK_ROWS='" + std::string(forced) + "' is not a positive integer; ignored");
+    });
   }
+  return 0;
+}
+
+int64_t loss_chunk_rows(int64_t rows, int64_t width, int64_t vocab) {
+  if (const int64_t forced = forced_loss_chunk_rows(); forced > 0) return forced;
   const int64_t fallback = default_loss_chunk_rows(vocab);
   const char* tuning = std::getenv("SG_LOSS_TUNING");
   if ((tuning && std::string(tuning) == "0") ||

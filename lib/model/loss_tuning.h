@@ -10,7 +10,8 @@
 // old rule's only when its slower time beats the old rule's faster one by 10 % (a shared 2-core
 // machine's speed drifts by ±15 % between runs; within that, the old behaviour stays). The choice is cached in the process and in cache_folder()/loss-chunks.tsv,
 // keyed by the CPU model, the thread count and the shape, so that a machine measures once
-// (about 6 s at tier cpu: eleven passes of the loss). SG_LOSS_CHUNK_ROWS=N forces N; SG_LOSS_TUNING=0 keeps the old rule.
+// (about 6 s at tier cpu: eleven passes of the loss). SG_LOSS_CHUNK_ROWS=N forces N (on a GPU too,
+// to measure there); SG_LOSS_TUNING=0 keeps the old rule.
 // Every candidate computes the same loss and gradients (tests/model/test_loss.cpp).
 //
 // Not here: the loss itself (loss.h), its kernels (cpu_kernels.h).
@@ -25,6 +26,10 @@ std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab);
 
 /// The chunk of rows for the CPU float32 loss of this shape (see the file comment).
 int64_t loss_chunk_rows(int64_t rows, int64_t width, int64_t vocab);
+
+/// SG_LOSS_CHUNK_ROWS as a positive number of rows, or 0 when it is unset (or not one: warned once).
+/// It sets the chunk on every device; on a GPU, where nothing is measured, the fixed rule otherwise.
+int64_t forced_loss_chunk_rows();
 
 /// The old fixed rule: about 64 MB of float logits, at least 64 rows.
 int64_t default_loss_chunk_rows(int64_t vocab);
