@@ -37,6 +37,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tokenizer_reference import bytes_to_unicode  # noqa: E402  (GPT-2's byte alphabet)
+
 # Documented exit codes (lib/base/error.h): 0 ok, 3 bad input, 5 diverged.
 OK, USAGE, INPUT, DIVERGED = 0, 2, 3, 5
 
@@ -53,19 +56,6 @@ def run(argv, cwd=None, check=True, env=None):
 
 
 # --- the seed inputs ----------------------------------------------------------------------------
-
-def bytes_to_unicode():
-    """GPT-2's map of the 256 bytes to printable characters (the vocab.json alphabet)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    characters = printable[:]
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            characters.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(printable, characters)}
-
 
 def small_vocabulary(text, merges_wanted=120):
     """A byte-level BPE vocabulary learned greedily on `text`: (vocab dict, merges list)."""
