@@ -200,7 +200,7 @@ def readers(bin_dir, seeds, out):
         ("sg-tabulate md pivot", [t("sg-tabulate"), "{F}", "--rows", "arm", "--cols", "seed", "--cell", "val_loss"] + q,
          {OK, USAGE, INPUT}),
     ]
-    vocabulary = lambda flag: [
+    vocabulary = [
         ("sg-bpe", [t("sg-bpe"), "--vocab", "{F}", corpus] + q, {OK, INPUT}),
         ("sg-tokenize", [t("sg-tokenize"), corpus, "--vocab", "{F}"] + q + o("tokens.h5"), {OK, INPUT}),
     ]
@@ -229,8 +229,8 @@ def readers(bin_dir, seeds, out):
                  ("sg-bpe", [t("sg-bpe"), "--vocab", seeds["vocab.json"], "{F}"] + q, {OK, INPUT})],
         "jsonl": [("sg-tokenize", [t("sg-tokenize"), "{F}", "--vocab", seeds["vocab.json"]] + q + o("tokens.h5"),
                    {OK, INPUT})],
-        "vocab.json": vocabulary("vocab.json"),
-        "tokenizer.json": vocabulary("tokenizer.json"),
+        "vocab.json": vocabulary,
+        "tokenizer.json": vocabulary,
         # Exit 2 for an example longer than the model's context (lm-eval refuses it too).
         "lambada": [("sg-eval --task lambada", [t("sg-eval"), "--task", "lambada", "--lambada", "{F}", "--tokenizer",
                                                 seeds["vocab.json"], small] + torch + o("zs.h5"), {OK, USAGE, INPUT})],

@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "lib/base/error.h"
+#include "lib/model/tensors.h"
 
 namespace sg {
 
@@ -63,7 +64,7 @@ std::vector<int32_t> generate(const LanguageModel& model, const std::vector<int3
       hidden = model.hidden(as_tensor(sequence, 0).to(model.device()));
     }
     const auto logits = model.head(hidden.select(1, hidden.size(1) - 1).squeeze(0));  // (V)
-    if (!torch::isfinite(logits).all().item<bool>())  // finite weights can still overflow
+    if (!all_finite(logits))  // finite weights can still overflow
       throw InputError(model.path() + ": the model's logits at position " + std::to_string(sequence.size()) +
                            " are not finite (NaN or infinity)",
                        "its weights are damaged, or too large for float32");

@@ -846,14 +846,22 @@ Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t c
 
 // --- Dataset -------------------------------------------------------------------------------
 
-std::vector<int64_t> Dataset::shape() const {
-  init();
-  Id space(H5Dget_space(id_), H5Sclose);
-  if (!space.ok()) fail_input(file_, "cannot read the shape of " + path_);
+namespace {
+/// A dataset's dimensions as stored, unchecked (shape() checks them against the file).
+std::vector<hsize_t> extent_of(hid_t dataset, const std::string& file, const std::string& path) {
+  Id space(H5Dget_space(dataset), H5Sclose);
+  if (!space.ok()) fail_input(file, "cannot read the shape of " + path);
   const int rank = H5Sget_simple_extent_ndims(space);
-  if (rank < 0) fail_input(file_, "cannot read the shape of " + path_);
+  if (rank < 0) fail_input(file, "cannot read the shape of " + path);
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  return dims;
+}
+}  // namespace
+
+std::vector<int64_t> Dataset::shape() const {
+  init();
+  const auto dims = extent_of(id_, file_, path_);
   // Callers size their buffers from the shape: check it against the file before they allocate.
   uint64_t count = 1;
   for (const hsize_t d : dims) {
@@ -869,9 +877,12 @@ std::vector<int64_t> Dataset::shape() const {
   check_plausible(count, element, file_bytes, compressed, file_, "dataset " + path_);
   // Every byte of a sinkgate dataset is written: storage short of the shape means lost chunks, whose
   // elements HDF5 would quietly read as the fill value.
-  if (file_bytes > 0 && !compressed && H5Dget_storage_size(id_) < count * element)
-    throw InputError(file_ + ": dataset " + path_ + " stores " + std::to_string(H5Dget_storage_size(id_)) + " of its " +
-                     std::to_string(count * element) + " bytes: the file is damaged");
+  if (file_bytes > 0 && !compressed) {
+    const uint64_t stored = H5Dget_storage_size(id_);
+    if (stored < count * element)
+      throw InputError(file_ + ": dataset " + path_ + " stores " + std::to_string(stored) + " of its " +
+                       std::to_string(count * element) + " bytes: the file is damaged");
+  }
   return std::vector<int64_t>(dims.begin(), dims.end());
 }
 
@@ -928,7 +939,10 @@ void Dataset::read_array(Dtype memory, void* out) const {
 
 void Dataset::read_slice(int64_t offset, int64_t count, Dtype memory, void* out) const {
   init();
-  const auto dims = shape();
+  // The caller's buffer holds `count` elements: the extent bounds the slice, and the per-window
+  // reads of a large token file skip shape()'s checks against the file (made when it was opened).
+  const auto extent = extent_of(id_, file_, path_);
+  const std::vector<int64_t> dims(extent.begin(), extent.end());
   if (dims.size() != 1)
     throw InputError(file_ + ": dataset " + path_ + " has " + std::to_string(dims.size()) +
                      " dimensions; slices need a 1-D dataset");

@@ -117,7 +117,7 @@ class Group : public Object {
   Group require_group(const std::string& path);
 
   /// Writes a row-major array of `dtype` elements and any rank (an empty shape makes a scalar
-  /// dataset) as a new contiguous dataset; `data` holds the product of `shape` elements (bfloat16
+  /// dataset) as a new dataset (chunked with Fletcher32; scalars and empty arrays contiguous); `data` holds the product of `shape` elements (bfloat16
   /// as its uint16 bits, bool as uint8 0/1). Throws OutputError (also for strings).
   Dataset write_array(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape, const void* data);
 

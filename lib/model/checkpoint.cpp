@@ -36,7 +36,7 @@ void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim:
       if (optimizer)
         if (auto* adam = adam_state(*optimizer, item.value())) tensors.insert(tensors.end(), {adam->exp_avg(), adam->exp_avg_sq()});
       for (const auto& t : tensors)
-        if (!torch::isfinite(t).all().item<bool>())
+        if (!all_finite(t))
           throw NumericError("the " + std::string(t.is_same(item.value()) ? "weights" : "optimizer state") + " of " +
                                  item.key() + " are not finite at step " + std::to_string(state.step) + "; " + path +
                                  " keeps its last checkpoint",
@@ -192,7 +192,7 @@ GPT load_model(const std::string& path, const torch::Device& device) {
     if (stored.sizes() != item.value().sizes())
       throw InputError(path + ": parameter '" + item.key() + "' has shape " + c10::str(stored.sizes()) +
                        ", the configuration implies " + c10::str(item.value().sizes()));
-    if (!torch::isfinite(stored).all().item<bool>())  // sinkgate never writes them (save_checkpoint)
+    if (!all_finite(stored))  // sinkgate never writes them (save_checkpoint)
       throw InputError(path + ": parameter '" + item.key() + "' holds non-finite values (NaN or infinity)",
                        "the run file is damaged");
     item.value().copy_(stored.to(torch::kFloat));
@@ -233,7 +233,7 @@ void load_optimizer(const std::string& path, GPTImpl& model, torch::optim::AdamW
       if (tensor.sizes() != item.value().sizes())
         throw InputError(path + ": /" + name + "/" + moment + " has shape " + shape_text(tensor) + ", but " +
                          item.key() + " has " + shape_text(item.value()), "the run file is damaged");
-      if (!torch::isfinite(tensor).all().item<bool>() || (std::string(moment) == "exp_avg_sq" && tensor.lt(0).any().item<bool>()))
+      if (!all_finite(tensor) || (std::string(moment) == "exp_avg_sq" && tensor.lt(0).any().item<bool>()))
         throw InputError(path + ": /" + name + "/" + moment + " holds non-finite or impossible values",
                          "the run file is damaged");
       if (std::string(moment) == "exp_avg") state->exp_avg(tensor.to(item.value().device()));

@@ -122,7 +122,7 @@ class WeightReader {
                        "is config.json from the same model as the safetensors files?");
     count_ += entry.numel();
     auto tensor = load_tensor(folder_, stored).to(device_, torch::kFloat32);
-    if (!torch::isfinite(tensor).all().item<bool>())
+    if (!all_finite(tensor))
       throw InputError(file + ": tensor '" + stored + "' holds non-finite values (NaN or infinity)",
                        "the file is damaged; download it again");
     return tensor;

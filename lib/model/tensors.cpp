@@ -62,6 +62,8 @@ torch::Tensor read_tensor(const h5::Dataset& dataset) {
 
 torch::Tensor read_tensor(const h5::Group& group, const std::string& path) { return read_tensor(group.dataset(path)); }
 
+bool all_finite(const torch::Tensor& tensor) { return torch::isfinite(tensor).all().item<bool>(); }
+
 torch::ScalarType torch_dtype(SafetensorsDtype dtype) {
   switch (dtype) {
     case SafetensorsDtype::F64: return torch::kFloat64;

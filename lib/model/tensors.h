@@ -22,12 +22,15 @@ torch::ScalarType torch_dtype(h5::Dtype dtype);
 h5::Dtype h5_dtype(torch::ScalarType type, const std::string& file, const std::string& path);
 
 /// Writes a CPU or device tensor of any supported dtype and any rank (0-D becomes a scalar
-/// dataset) as a new contiguous dataset of `group`. Throws OutputError.
+/// dataset) as a new dataset of `group` (checksummed, h5.h). Throws OutputError.
 h5::Dataset write_tensor(h5::Group& group, const std::string& path, const torch::Tensor& tensor);
 /// Reads a whole dataset as a CPU tensor of its stored dtype (bfloat16 and bool as such).
 /// Throws InputError naming the file for strings or a damaged dataset.
 torch::Tensor read_tensor(const h5::Dataset& dataset);
 torch::Tensor read_tensor(const h5::Group& group, const std::string& path);
+
+/// True if every element of `tensor` is finite (no NaN, no infinity).
+bool all_finite(const torch::Tensor& tensor);
 
 /// A safetensors tensor as a new CPU tensor of the file's dtype and shape. Throws InputError.
 torch::ScalarType torch_dtype(SafetensorsDtype dtype);
