@@ -25,7 +25,7 @@ using torch::indexing::Slice;
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
-                               torch::Tensor targets, int64_t chunk_rows) {
+                               torch::Tensor targets, int64_t chunk_rows, bool packed) {
     const int64_t rows = hidden.size(0), vocab = weight.size(0);
     const bool need_grad = hidden.requires_grad() || weight.requires_grad();
     if (chunk_rows <= 0) chunk_rows = default_loss_chunk_rows(vocab);  // ~64 MB of float logits
@@ -47,13 +47,15 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
     }
     // CPU float32: the fast paths of lib/cpu_kernels where they run. The weight is packed once
-    // for every chunk and both products that read it; max, exp and sum are one pass over each row.
+    // for every chunk and both products that read it (when the plan says so: on some machines
+    // torch::mm's own packing inside each product is faster); max, exp and sum are one pass over
+    // each row.
     const bool cpu_float =
         !autocast && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
     const bool fused_rows = cpu_float && has_exp_shifted_rows();
     const int64_t width = hidden.size(1);
     std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
-    if (cpu_float && rows > 0 && PackedRightOperand::available()) {
+    if (cpu_float && packed && rows > 0 && PackedRightOperand::available()) {
       const auto w = weight.contiguous();
       const int64_t most_rows = std::min(chunk_rows, rows);
       times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
@@ -117,23 +119,32 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const auto saved = ctx->get_saved_variables();
     const auto& scale = grads[0];
     // The usual case, loss.backward() with one micro-batch a step: no (V, C) multiply by one.
-    if (scale.device().is_cpu() && scale.item<double>() == 1.0) return {saved[0], saved[1], torch::Tensor(), torch::Tensor()};
+    if (scale.device().is_cpu() && scale.item<double>() == 1.0) return {saved[0], saved[1], torch::Tensor(), torch::Tensor(), torch::Tensor()};
     return {saved[0] * scale.to(saved[0].scalar_type()), saved[1] * scale.to(saved[1].scalar_type()),
-            torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                   const torch::Tensor& targets, const LossPlan& plan) {
+  LossPlan chosen = plan;
+  if (chosen.chunk_rows <= 0) {
+    // The CPU float32 loss: the plan this machine runs fastest (loss_tuning.h); elsewhere (a GPU)
+    // the fixed rule, unless SG_LOSS_CHUNK_ROWS.
+    if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2 &&
+        !at::autocast::is_autocast_enabled(at::kCPU))
+      chosen = loss_plan(hidden.size(0), hidden.size(1), weight.size(0));
+    else
+      chosen.chunk_rows = forced_loss_chunk_rows();
+  }
+  return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows, chosen.packed);
+}
+
+torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows) {
-  // The CPU float32 loss: the chunk this machine runs fastest (loss_tuning.h).
-  if (chunk_rows <= 0 && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2 &&
-      !at::autocast::is_autocast_enabled(at::kCPU))
-    chunk_rows = loss_chunk_rows(hidden.size(0), hidden.size(1), weight.size(0));
-  else if (chunk_rows <= 0)
-    chunk_rows = forced_loss_chunk_rows();  // elsewhere (a GPU) the fixed rule, unless SG_LOSS_CHUNK_ROWS
-  return LinearCrossEntropy::apply(hidden, weight, targets, chunk_rows);
+  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, /*packed=*/true});
 }
 
 }  // namespace sg

@@ -4,6 +4,15 @@
 
 namespace sg {
 
+/// How the loss runs: rows of logits a chunk (0: automatic, as below) and, for CPU float32,
+/// whether the weight goes through MKL's packed GEMM (packed once a call for every chunk) or
+/// through plain torch::mm (which packs it inside each product). Which is faster depends on the
+/// machine (loss_tuning.h); both compute the same loss and gradients.
+struct LossPlan {
+  int64_t chunk_rows = 0;
+  bool packed = true;
+};
+
 /// Mean cross-entropy (nats) of logits = hidden · weightᵀ against targets, computed in chunks
 /// of rows so that at most chunk_rows × V logits exist at once. When gradients are needed the
 /// forward pass also computes them chunk by chunk (the loss ends the graph), and backward only
@@ -14,5 +23,9 @@ namespace sg {
 /// the CPU in float32 the chunk this machine runs fastest, loss_tuning.h; else about 64 MB of logits).
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows = 0);
+
+/// The same with the plan given whole (plan.chunk_rows 0: automatic; plan.packed where it runs).
+torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                   const torch::Tensor& targets, const LossPlan& plan);
 
 }  // namespace sg

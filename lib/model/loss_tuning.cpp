@@ -5,16 +5,19 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "lib/base/log.h"
+#include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
 #include "lib/text/tokenizer.h"
 
@@ -37,24 +40,36 @@ std::string cpu_model() {
 
 std::string cache_path() { return cache_folder() + "/loss-chunks.tsv"; }
 
-/// The cached chunk for `key` (a tab-joined line prefix), or 0.
-int64_t read_cached(const std::string& key) {
-  std::ifstream in(cache_path());
-  std::string line;
-  while (std::getline(in, line))
-    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 && line[key.size()] == '\t') {
-      try {
-        return std::stoll(line.substr(key.size() + 1));
-      } catch (const std::exception&) {
-        return 0;
-      }
-    }
-  return 0;
+std::string describe(const LossPlan& plan) {
+  return std::to_string(plan.chunk_rows) + (plan.packed ? " packed" : " plain");
 }
 
-/// Appends key → chunk to the cache file, atomically (a temporary renamed over it); failures are
+bool fast_paths_on() { return PackedRightOperand::available() && has_exp_shifted_rows(); }
+
+/// The cached plan for `key` (a tab-joined line prefix; the last line of it wins), or none.
+std::optional<LossPlan> read_cached(const std::string& key) {
+  std::ifstream in(cache_path());
+  std::string line;
+  std::optional<LossPlan> found;
+  while (std::getline(in, line)) {
+    if (line.size() <= key.size() || line.compare(0, key.size(), key) != 0 || line[key.size()] != '\t') continue;
+    // "<chunk>\t<packed|plain>"; lines of older versions (a chunk alone) are measured again.
+    std::istringstream fields(line.substr(key.size() + 1));
+    std::string chunk, packing, rest;
+    if (!std::getline(fields, chunk, '\t') || !std::getline(fields, packing, '\t') || std::getline(fields, rest)) continue;
+    if (packing != "packed" && packing != "plain") continue;
+    try {
+      const long long rows = std::stoll(chunk);
+      if (rows > 0) found = LossPlan{rows, packing == "packed"};
+    } catch (const std::exception&) {
+    }
+  }
+  return found;
+}
+
+/// Appends key → plan to the cache file, atomically (a temporary renamed over it); failures are
 /// ignored: the cache only saves a measurement.
-void write_cached(const std::string& key, int64_t chunk) {
+void write_cached(const std::string& key, const LossPlan& plan) {
   std::ostringstream content;
   {
     std::ifstream in(cache_path());
@@ -62,7 +77,7 @@ void write_cached(const std::string& key, int64_t chunk) {
   }
   std::string text = content.str();
   if (!text.empty() && text.back() != '\n') text += '\n';
-  text += key + "\t" + std::to_string(chunk) + "\n";
+  text += key + "\t" + std::to_string(plan.chunk_rows) + "\t" + (plan.packed ? "packed" : "plain") + "\n";
   const std::string temporary = cache_path() + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
@@ -76,26 +91,62 @@ void write_cached(const std::string& key, int64_t chunk) {
   if (std::rename(temporary.c_str(), cache_path().c_str()) != 0) std::remove(temporary.c_str());
 }
 
-/// Seconds of the whole loss (forward and gradients) of `rows` random rows in chunks of each
-/// candidate: a warm-up, then two rounds with the candidates interleaved (so that a drift of the
-/// machine's speed favours none); per candidate its better (first) and worse (second) time.
-std::vector<std::pair<double, double>> time_candidates(const std::vector<int64_t>& candidates, int64_t rows, int64_t width, int64_t vocab) {
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/// Measures the candidates (the reference first) on `rows` random rows and returns the chosen
+/// one's index (see the file comment); `report` gets every time.
+size_t measure(const std::vector<LossPlan>& candidates, int64_t rows, int64_t width, int64_t vocab, std::string& report) {
   torch::NoGradGuard no_grad;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(1);  // the global generator stays untouched
   const auto hidden = torch::randn({rows, width}, generator).requires_grad_(true);
   const auto weight = (torch::randn({vocab, width}, generator) * 0.02).requires_grad_(true);
   const auto targets = torch::randint(vocab, {rows}, generator, torch::TensorOptions().dtype(torch::kLong));
-  linear_cross_entropy(hidden, weight, targets, candidates.back());  // warm-up: allocations, packing buffers
-  std::vector<std::pair<double, double>> times(candidates.size());
-  for (int round = 0; round < 2; ++round)
-    for (size_t c = 0; c < candidates.size(); ++c) {
-      const auto start = std::chrono::steady_clock::now();
-      linear_cross_entropy(hidden, weight, targets, candidates[c]);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      times[c] = round == 0 ? std::make_pair(seconds, seconds)
-                            : std::make_pair(std::min(times[c].first, seconds), std::max(times[c].second, seconds));
+  const auto seconds = [&](const LossPlan& plan) {
+    const auto start = std::chrono::steady_clock::now();
+    linear_cross_entropy(hidden, weight, targets, plan);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  seconds(candidates.back());  // warm-up: allocations, packing buffers, threads
+  std::vector<std::vector<double>> ratios(candidates.size());  // per candidate, time / reference's, by round
+  std::ostringstream times;
+  const auto round = [&](const std::vector<size_t>& order) {
+    std::vector<double> taken(candidates.size(), 0.0);
+    for (const size_t c : order) taken[c] = seconds(candidates[c]);
+    times << " |";
+    for (const size_t c : order) {
+      ratios[c].push_back(taken[c] / taken[0]);
+      times << " " << describe(candidates[c]) << " " << static_cast<int64_t>(taken[c] * 1e3) << " ms";
     }
-  return times;
+  };
+  std::vector<size_t> all(candidates.size());
+  for (size_t c = 0; c < all.size(); ++c) all[c] = c;
+  round(all);
+  // The reference and the three fastest of the first round, twice more, in reversed and then
+  // rotated order (so that no candidate always runs right after the same one).
+  std::vector<size_t> finalists(all.begin() + 1, all.end());
+  std::sort(finalists.begin(), finalists.end(), [&](size_t a, size_t b) { return ratios[a][0] < ratios[b][0]; });
+  if (finalists.size() > 3) finalists.resize(3);
+  finalists.insert(finalists.begin(), 0);
+  std::vector<size_t> order(finalists.rbegin(), finalists.rend());
+  round(order);
+  std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(order.size() / 2), order.end());
+  round(order);
+  size_t best = 0;
+  double best_median = 0.97;  // at least 3 % faster in the median, and faster in every round
+  for (const size_t c : finalists) {
+    if (c == 0) continue;
+    const double typical = median(ratios[c]);
+    if (*std::max_element(ratios[c].begin(), ratios[c].end()) < 1.0 && typical < best_median) {
+      best = c;
+      best_median = typical;
+    }
+  }
+  report = times.str();
+  return best;
 }
 
 }  // namespace
@@ -115,6 +166,19 @@ std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
   return candidates;
 }
 
+std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab) {
+  const bool packing = PackedRightOperand::available();
+  const LossPlan reference{std::min(rows, default_loss_chunk_rows(vocab)), packing};
+  std::vector<LossPlan> plans{reference};
+  const auto chunks = loss_chunk_candidates(rows, vocab);
+  if (packing)
+    for (const int64_t n : chunks)
+      if (n != reference.chunk_rows) plans.push_back({n, /*packed=*/true});
+  for (const int64_t n : chunks)  // plain: the long chunks (torch::mm packs per product), or all but the reference
+    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, /*packed=*/false});
+  return plans;
+}
+
 int64_t forced_loss_chunk_rows() {
   if (const char* forced = std::getenv("SG_LOSS_CHUNK_ROWS"); forced && *forced) {
     try {
@@ -130,46 +194,38 @@ int64_t forced_loss_chunk_rows() {
   return 0;
 }
 
-int64_t loss_chunk_rows(int64_t rows, int64_t width, int64_t vocab) {
-  if (const int64_t forced = forced_loss_chunk_rows(); forced > 0) return forced;
-  const int64_t fallback = default_loss_chunk_rows(vocab);
+LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
+  const LossPlan reference{std::min(rows, default_loss_chunk_rows(vocab)), /*packed=*/true};
+  const int64_t forced_rows = forced_loss_chunk_rows();
+  const char* forced_packing = std::getenv("SG_LOSS_PACKED");
+  const bool packing_forced = forced_packing && (std::string(forced_packing) == "0" || std::string(forced_packing) == "1");
+  if (forced_rows > 0 || packing_forced)
+    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, packing_forced ? std::string(forced_packing) == "1" : true};
   const char* tuning = std::getenv("SG_LOSS_TUNING");
   if ((tuning && std::string(tuning) == "0") ||
       static_cast<double>(rows) * static_cast<double>(width) * static_cast<double>(vocab) < kMeasureAbove)
-    return fallback;
+    return reference;
   static std::mutex mutex;
-  static std::map<std::string, int64_t> chosen;
+  static std::map<std::string, LossPlan> chosen;
   std::lock_guard<std::mutex> lock(mutex);
   const std::string key = cpu_model() + "\t" + std::to_string(at::get_num_threads()) + "\t" + std::to_string(rows) + "\t" +
-                          std::to_string(width) + "\t" + std::to_string(vocab);
+                          std::to_string(width) + "\t" + std::to_string(vocab) + "\t" +
+                          (fast_paths_on() ? "fast-paths" : "portable");
   if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
-  int64_t best = read_cached(key);
-  if (best <= 0) {
-    // Another chunk than the old rule's only when even its worse time beats the old rule's
-    // better one by 10 %: differences within the machine's noise keep the old behaviour.
-    const auto candidates = loss_chunk_candidates(rows, vocab);
-    const auto times = time_candidates(candidates, rows, width, vocab);
-    const int64_t old = std::min(rows, fallback);
-    const auto old_index = static_cast<size_t>(std::find(candidates.begin(), candidates.end(), old) - candidates.begin());
-    best = old;
-    double best_worst = times[old_index].first * 0.9;
-    std::ostringstream report;
-    for (size_t c = 0; c < candidates.size(); ++c) {
-      report << " " << candidates[c] << ": " << static_cast<int64_t>(times[c].first * 1e3) << "–"
-             << static_cast<int64_t>(times[c].second * 1e3) << " ms";
-      if (c != old_index && times[c].second < best_worst) {
-        best = candidates[c];
-        best_worst = times[c].second;
-      }
-    }
-    log::debug("sinkgate: loss chunks for " + std::to_string(rows) + " x " + std::to_string(width) + " x " +
-               std::to_string(vocab) + " on " + std::to_string(at::get_num_threads()) + " threads:" + report.str());
-    log::info("sinkgate: the CPU loss takes chunks of " + std::to_string(best) + " rows on this machine (measured once; " +
-              cache_path() + ")");
-    write_cached(key, best);
+  std::optional<LossPlan> best = read_cached(key);
+  if (!best) {
+    const auto candidates = loss_plan_candidates(rows, vocab);
+    log::info("sinkgate: timing the CPU loss's " + std::to_string(candidates.size()) + " plans for " + std::to_string(rows) +
+              " x " + std::to_string(width) + " x " + std::to_string(vocab) + " on " +
+              std::to_string(at::get_num_threads()) + " threads (once for this machine; SG_LOSS_TUNING=0 skips it)");
+    std::string report;
+    best = candidates[measure(candidates, rows, width, vocab, report)];
+    log::debug("sinkgate: loss plans (chunk rows, packing; reference first):" + report);
+    log::info("sinkgate: the CPU loss takes chunks of " + describe(*best) + " on this machine (cached in " + cache_path() + ")");
+    write_cached(key, *best);
   }
-  chosen[key] = best;
-  return best;
+  chosen[key] = *best;
+  return *best;
 }
 
 }  // namespace sg

@@ -1,17 +1,25 @@
-// loss_tuning.h — the chunk size of the CPU float32 loss (loss.h), chosen from the machine.
+// loss_tuning.h — how the CPU float32 loss runs (loss.h's LossPlan), chosen from the machine.
 //
-// The loss multiplies chunks of rows by the output weight: short chunks keep the (rows, V) logits
-// small but make MKL's packing and short-M kernels a larger share of the work, and where the
-// balance lies depends on the CPU (cache sizes, how AVX-512 executes, which sgemm path MKL takes).
-// So for a large enough problem (rows × width × vocab ≥ 2^32 multiply-adds), the first loss of a
-// shape times the whole loss, on random rows of that shape, in chunks of each candidate size — the
-// old fixed rule max(64, 2^24 / V) and the powers of two from 256 up to all the rows, no chunk's
-// logits above 512 MB; two interleaved rounds after a warm-up — and takes another size than the
-// old rule's only when its slower time beats the old rule's faster one by 10 % (a shared 2-core
-// machine's speed drifts by ±15 % between runs; within that, the old behaviour stays). The choice is cached in the process and in cache_folder()/loss-chunks.tsv,
-// keyed by the CPU model, the thread count and the shape, so that a machine measures once
-// (about 6 s at tier cpu: eleven passes of the loss). SG_LOSS_CHUNK_ROWS=N forces N (on a GPU too,
-// to measure there); SG_LOSS_TUNING=0 keeps the old rule.
+// The loss multiplies chunks of rows by the output weight. Short chunks keep the (rows, V) logits
+// small but make packing and short-M kernels a larger share of the work; MKL's packed GEMM packs
+// the weight once a call where torch::mm packs it inside every product. Where the balance lies
+// depends on the CPU (cache sizes, how AVX-512 executes, which sgemm path MKL takes on it), so for
+// a large enough problem (rows × width × vocab ≥ 2^32 multiply-adds) the first loss of a shape
+// times the whole loss, on random rows of that shape, under each candidate plan:
+//   - packed, in chunks of the old fixed rule max(64, 2^24 / V) (the reference) and of the powers
+//     of two from 256 up to all the rows, no chunk's logits above 512 MB;
+//   - plain torch::mm, in the chunks of 512 rows and more (and all the rows);
+// (only plain ones where the packed GEMM is absent). A warm-up, then three rounds: the first
+// times every candidate, the next two the reference and the three fastest of the first. Each time
+// is divided by the reference's in the same round, so that the drift of a shared machine's speed
+// (±15 % between runs here) cancels, and a candidate replaces the reference only when it was
+// faster in every round and by at least 3 % in the median of its three. The choice is cached in
+// the process and in cache_folder()/loss-chunks.tsv, keyed by the CPU model, the thread count,
+// the shape and whether the CPU fast paths are on, so that a machine measures once (about 12 s at
+// tier cpu on two threads).
+// SG_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and SG_LOSS_PACKED=0|1
+// the packing; either one skips the measurement (the other keeps the reference's value).
+// SG_LOSS_TUNING=0 keeps the reference.
 // Every candidate computes the same loss and gradients (tests/model/test_loss.cpp).
 //
 // Not here: the loss itself (loss.h), its kernels (cpu_kernels.h).
@@ -19,13 +27,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/model/loss.h"
+
 namespace sg {
 
-/// The candidates for a loss of `rows` rows and `vocab` classes, in increasing order.
+/// The chunk sizes for a loss of `rows` rows and `vocab` classes, in increasing order.
 std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab);
 
-/// The chunk of rows for the CPU float32 loss of this shape (see the file comment).
-int64_t loss_chunk_rows(int64_t rows, int64_t width, int64_t vocab);
+/// The plans measured for a loss of this shape: the reference first (see the file comment).
+std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab);
+
+/// The plan for the CPU float32 loss of this shape (see the file comment).
+LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab);
 
 /// SG_LOSS_CHUNK_ROWS as a positive number of rows, or 0 when it is unset (or not one: warned once).
 /// It sets the chunk on every device; on a GPU, where nothing is measured, the fixed rule otherwise.

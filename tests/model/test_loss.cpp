@@ -133,11 +133,20 @@ TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallbac
   CHECK_THROWS(sg::linear_cross_entropy(h, w, torch::tensor({1, -1, 0, 3}, torch::kLong)));
 }
 
-TEST_CASE("every chunk size the tuning can choose gives the float64 loss and gradients, and the choice is one of them") {
-  // A shape whose candidates are 256, 333 (the old rule for V = 50257), 512 and all 700 rows.
+TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients, and the choice is one of them") {
+  // A shape whose chunks are 256, 333 (the old rule for V = 50257), 512 and all 700 rows.
   const int64_t rows = 700, width = 8, vocab = 50257;
-  const auto candidates = sg::loss_chunk_candidates(rows, vocab);
-  CHECK(candidates == std::vector<int64_t>{256, 333, 512, 700});
+  CHECK(sg::loss_chunk_candidates(rows, vocab) == std::vector<int64_t>{256, 333, 512, 700});
+  const auto plans = sg::loss_plan_candidates(rows, vocab);
+  REQUIRE(!plans.empty());
+  CHECK(plans[0].chunk_rows == 333);  // the reference first
+  if (sg::PackedRightOperand::available()) {
+    CHECK(plans.size() == 6);  // packed 333, 256, 512, 700; plain 512, 700
+    CHECK(plans[0].packed);
+    CHECK(std::count_if(plans.begin(), plans.end(), [](const sg::LossPlan& p) { return !p.packed; }) == 2);
+  } else {
+    CHECK(plans.size() == 4);  // plain only
+  }
   torch::manual_seed(5);
   const auto hidden0 = torch::randn({rows, width}) * 2;
   const auto weight0 = torch::randn({vocab, width});
@@ -146,11 +155,11 @@ TEST_CASE("every chunk size the tuning can choose gives the float64 loss and gra
   auto weight_ref = weight0.to(torch::kDouble).requires_grad_(true);
   auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
   ref.backward();
-  for (const int64_t chunk : candidates) {
-    INFO("chunk rows " << chunk);
+  for (const auto& plan : plans) {
+    INFO("chunk rows " << plan.chunk_rows << ", packed " << plan.packed);
     auto hidden = hidden0.clone().requires_grad_(true);
     auto weight = weight0.clone().requires_grad_(true);
-    auto loss = sg::linear_cross_entropy(hidden, weight, targets, chunk);
+    auto loss = sg::linear_cross_entropy(hidden, weight, targets, plan);
     loss.backward();
     CHECK(std::abs(loss.item<double>() - ref.item<double>()) < 1e-5 * std::max(1.0, ref.item<double>()));
     CHECK((hidden.grad().to(torch::kDouble) - hidden_ref.grad()).abs().max().item<double>() < 1e-5);
@@ -158,23 +167,48 @@ TEST_CASE("every chunk size the tuning can choose gives the float64 loss and gra
   }
   // The logits cap: at V = 50257 no candidate above 2,670 rows (512 MB) but the old rule's.
   for (const int64_t n : sg::loss_chunk_candidates(100000, vocab)) CHECK(n * vocab * 4 <= (int64_t{512} << 20));
-  // A small problem keeps the old rule without measuring; SG_LOSS_CHUNK_ROWS forces a size.
-  CHECK(sg::loss_chunk_rows(64, 16, 97) == sg::default_loss_chunk_rows(97));
+  // A small problem keeps the old rule without measuring; SG_LOSS_CHUNK_ROWS and SG_LOSS_PACKED force.
+  CHECK(sg::loss_plan(64, 16, 97).chunk_rows == std::min<int64_t>(64, sg::default_loss_chunk_rows(97)));
   setenv("SG_LOSS_CHUNK_ROWS", "123", 1);
-  CHECK(sg::loss_chunk_rows(4096, 768, 50257) == 123);
+  CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 123);
+  CHECK(sg::loss_plan(4096, 768, 50257).packed);
+  setenv("SG_LOSS_PACKED", "0", 1);
+  CHECK(!sg::loss_plan(4096, 768, 50257).packed);
   unsetenv("SG_LOSS_CHUNK_ROWS");
+  CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 333);
+  unsetenv("SG_LOSS_PACKED");
   // A large problem measures (in a cache folder of this test) and picks a candidate.
   char folder[] = "/tmp/sg-loss-tuning-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
   setenv("SINKGATE_CACHE", folder, 1);
-  const int64_t chosen = sg::loss_chunk_rows(1024, 96, 50257);
-  const auto allowed = sg::loss_chunk_candidates(1024, 50257);
-  CHECK(std::find(allowed.begin(), allowed.end(), chosen) != allowed.end());
-  std::ifstream cached(std::string(folder) + "/loss-chunks.tsv");
-  std::string line;
-  REQUIRE(std::getline(cached, line));
-  CHECK(line.substr(line.rfind('\t') + 1) == std::to_string(chosen));
+  const std::string cache = std::string(folder) + "/loss-chunks.tsv";
+  const auto chosen = sg::loss_plan(1024, 96, 50257);
+  const auto allowed = sg::loss_plan_candidates(1024, 50257);
+  CHECK(std::any_of(allowed.begin(), allowed.end(), [&](const sg::LossPlan& p) {
+    return p.chunk_rows == chosen.chunk_rows && p.packed == chosen.packed;
+  }));
+  std::string line, measured_line;
+  {
+    std::ifstream cached(cache);
+    REQUIRE(std::getline(cached, measured_line));
+  }
+  CHECK(measured_line.substr(measured_line.rfind('\t') + 1) == (chosen.packed ? "packed" : "plain"));
+  const auto key_end = measured_line.rfind('\t', measured_line.rfind('\t') - 1);
+  CHECK(measured_line.substr(key_end + 1, measured_line.rfind('\t') - key_end - 1) == std::to_string(chosen.chunk_rows));
+  // Another shape's key with an old-version line (a chunk alone) and then a plan: the last
+  // complete line wins, so the cache is read, not measured again (a measurement picks a candidate,
+  // and 77 rows is none).
+  const std::string key = measured_line.substr(0, key_end);
+  const std::string other = key.substr(0, key.find('\t', key.find('\t') + 1)) + "\t2048\t96\t50257" +
+                            key.substr(key.rfind('\t'));
+  {
+    std::ofstream out(cache, std::ios::app);
+    out << other << "\t512\n" << other << "\t77\tplain\n" << other << "\tgarbage\tplain\n";
+  }
+  const auto read = sg::loss_plan(2048, 96, 50257);
+  CHECK(read.chunk_rows == 77);
+  CHECK(!read.packed);
   unsetenv("SINKGATE_CACHE");
-  std::remove((std::string(folder) + "/loss-chunks.tsv").c_str());
+  std::remove(cache.c_str());
   rmdir(folder);
 }
