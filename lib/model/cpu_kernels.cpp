@@ -1,4 +1,4 @@
-// cpu_kernels.cpp — MKL's packed GEMM (looked up at run time) and the AVX-512 shifted-exponential rows.
+// cpu_kernels.cpp — MKL's packed GEMM (looked up at run time) and the AVX-512 and AVX2 shifted-exponential rows.
 #include "lib/model/cpu_kernels.h"
 
 // GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
@@ -21,11 +21,25 @@ namespace sg {
 namespace {
 
 // SG_CPU_KERNELS=0 in the environment starts with the fast paths off (to compare, or to rule
-// them out when something looks wrong).
+// them out when something looks wrong); SG_CPU_KERNELS=avx2 with them capped at AVX2.
 std::atomic<bool> kernels_enabled{[] {
   const char* value = std::getenv("SG_CPU_KERNELS");
   return !(value && std::string(value) == "0");
 }()};
+std::atomic<bool> capped_at_avx2{[] {
+  const char* value = std::getenv("SG_CPU_KERNELS");
+  return value && std::string(value) == "avx2";
+}()};
+
+enum class RowKernel { none, avx2, avx512 };
+
+RowKernel row_kernel() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!kernels_enabled) return RowKernel::none;
+  if (avx512 && !capped_at_avx2) return RowKernel::avx512;
+  return avx2 ? RowKernel::avx2 : RowKernel::none;
+}
 
 // MKL's CBLAS packed-GEMM interface (LP64: MKL_INT is int; the enums are C enums).
 enum : int { kRowMajor = 101, kNoTrans = 111, kTrans = 112, kPacked = 151, kBMatrix = 162 };
@@ -110,9 +124,84 @@ __attribute__((target("avx512f"))) double exp_shifted_row(float* x, int64_t n, f
   return sum;
 }
 
+
+// The same with AVX2 and FMA (8 lanes), for x86 CPUs without AVX-512 (AMD before Zen 4, Intel's
+// client cores): AVX2 has no scalef, so 2^k is applied through the exponent bits, in a way that
+// rounds results in the subnormal range once, as scalef does.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 exp_shifted(__m256 v, __m256 shift) {
+  // max returns its second operand when either is NaN: a NaN logit stays NaN (and so does the sum).
+  const __m256 t = _mm256_max_ps(_mm256_set1_ps(-103.0f), _mm256_sub_ps(v, shift));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), t);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // p · 2^(k + 24) by adding k + 24 to p's exponent (exact: p >= 0.7 and k >= -149 keep it normal),
+  // then one rounding multiply by 2^-24, exact unless the result is subnormal. NaN lanes: p is NaN.
+  const __m256i scale = _mm256_slli_epi32(_mm256_cvtps_epi32(_mm256_add_ps(k, _mm256_set1_ps(24.0f))), 23);
+  const __m256 scaled = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), scale));
+  return _mm256_mul_ps(scaled, _mm256_set1_ps(5.9604644775390625e-8f));
+}
+
+__attribute__((target("avx2,fma"))) float reduce_max(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+__attribute__((target("avx2,fma"))) float reduce_add(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) double exp_shifted_row_avx2(float* x, int64_t n, float* rowmax) {
+  const int64_t wide = n / 32 * 32;
+  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  for (int64_t i = 0; i < wide; i += 32) {
+    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+    m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + i + 16));
+    m3 = _mm256_max_ps(m3, _mm256_loadu_ps(x + i + 24));
+  }
+  // A NaN stays out of the maximum (max_ps returns its second operand): its row's sum is NaN below.
+  float m = reduce_max(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+  for (int64_t i = wide; i < n; ++i) m = std::max(m, x[i]);
+  *rowmax = m;
+  const __m256 shift = _mm256_set1_ps(m);
+  double sum = 0.0;
+  for (int64_t start = 0; start < wide; start += 2048) {
+    const int64_t end = std::min(wide, start + 2048);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (int64_t i = start; i < end; i += 16) {
+      const __m256 e0 = exp_shifted(_mm256_loadu_ps(x + i), shift);
+      const __m256 e1 = exp_shifted(_mm256_loadu_ps(x + i + 8), shift);
+      _mm256_storeu_ps(x + i, e0);
+      _mm256_storeu_ps(x + i + 8, e1);
+      s0 = _mm256_add_ps(s0, e0);
+      s1 = _mm256_add_ps(s1, e1);
+    }
+    sum += static_cast<double>(reduce_add(_mm256_add_ps(s0, s1)));
+  }
+  for (int64_t i = wide; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += static_cast<double>(x[i]);
+  }
+  return sum;
+}
+
 }  // namespace
 
 void enable_cpu_kernels(bool enabled) { kernels_enabled = enabled; }
+
+void limit_cpu_kernels_to_avx2(bool limited) { capped_at_avx2 = limited; }
 
 bool PackedRightOperand::available() { return kernels_enabled && mkl().found(); }
 
@@ -133,15 +222,24 @@ void PackedRightOperand::multiply(const float* a, int64_t lda, int64_t m, float*
                 packed_.data_ptr<float>(), as_int(k_), 0.0f, c, as_int(ldc));
 }
 
-bool has_exp_shifted_rows() {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return kernels_enabled && avx512;
+bool has_exp_shifted_rows() { return row_kernel() != RowKernel::none; }
+
+std::string exp_shifted_rows_isa() {
+  switch (row_kernel()) {
+    case RowKernel::avx512: return "avx512f";
+    case RowKernel::avx2: return "avx2";
+    case RowKernel::none: break;
+  }
+  return "";
 }
 
 void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {
-  if (!has_exp_shifted_rows()) throw std::logic_error("exp_shifted_rows: the CPU has no AVX-512F");
+  const RowKernel kernel = row_kernel();
+  if (kernel == RowKernel::none) throw std::logic_error("exp_shifted_rows: the CPU has neither AVX-512F nor AVX2 with FMA");
   at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) sums[r] = exp_shifted_row(x + r * stride, n, rowmax + r);
+    for (int64_t r = begin; r < end; ++r)
+      sums[r] = kernel == RowKernel::avx512 ? exp_shifted_row(x + r * stride, n, rowmax + r)
+                                            : exp_shifted_row_avx2(x + r * stride, n, rowmax + r);
   });
 }
 

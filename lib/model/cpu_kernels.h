@@ -1,11 +1,12 @@
 // cpu_kernels.h — the CPU float32 fast paths of the loss: a packed right-hand GEMM operand (MKL's
-// packed-GEMM API, found at run time in the torch library) and an AVX-512 row kernel for the
-// shifted exponentials of a softmax. Each says whether it can run here; callers keep a portable
+// packed-GEMM API, found at run time in the torch library) and a row kernel for the shifted
+// exponentials of a softmax (AVX-512, or AVX2 with FMA on CPUs without it). Each says whether it can run here; callers keep a portable
 // path (torch::mm, ATen's elementwise operations) for when it cannot.
 #pragma once
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 
 namespace sg {
 
@@ -35,15 +36,24 @@ class PackedRightOperand {
   int64_t max_rows_, n_, k_;
 };
 
-/// Whether exp_shifted_rows runs here (the CPU has AVX-512F).
+/// Caps the row kernel below at AVX2 (true) or lets it take AVX-512 where the CPU has it (false,
+/// the default), so that the AVX2 kernel can be run and compared on an AVX-512 machine.
+/// SG_CPU_KERNELS=avx2 in the environment starts the process capped.
+void limit_cpu_kernels_to_avx2(bool limited);
+
+/// Whether exp_shifted_rows runs here (the CPU has AVX-512F, or AVX2 with FMA).
 bool has_exp_shifted_rows();
+
+/// The instruction set exp_shifted_rows uses here: "avx512f", "avx2" (with FMA), or "" (none).
+std::string exp_shifted_rows_isa();
 
 /// For each row r of x (rows × n, row stride `stride`, float32), in place:
 ///   rowmax[r] = max_j x[r, j];  x[r, j] = exp(x[r, j] - rowmax[r]);  sums[r] = sum_j x[r, j]
 /// Each row is read twice, the second time from cache; the exponential is accurate to about
 /// 2 ulp of float32 (Cephes' polynomial), results below exp(-103) are 0; sums are accumulated in
 /// float over blocks of 2,048 and in double across blocks. Rows are split over torch's threads.
-/// Only where has_exp_shifted_rows(); throws std::logic_error elsewhere.
+/// Only where has_exp_shifted_rows(); throws std::logic_error elsewhere. Both instruction sets give
+/// the same exponentials and maxima; their sums differ only in the order of the additions.
 void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums);
 
 }  // namespace sg

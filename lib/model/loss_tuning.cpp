@@ -44,7 +44,12 @@ std::string describe(const LossPlan& plan) {
   return std::to_string(plan.chunk_rows) + (plan.packed ? " packed" : " plain");
 }
 
-bool fast_paths_on() { return PackedRightOperand::available() && has_exp_shifted_rows(); }
+/// Which fast paths run: the row kernel's instruction set and MKL's packed GEMM, or "portable".
+std::string fast_paths() {
+  std::string paths = exp_shifted_rows_isa();
+  if (PackedRightOperand::available()) paths += paths.empty() ? "mkl-packed" : "+mkl-packed";
+  return paths.empty() ? "portable" : paths;
+}
 
 /// The cached plan for `key` (a tab-joined line prefix; the last line of it wins), or none.
 std::optional<LossPlan> read_cached(const std::string& key) {
@@ -210,7 +215,7 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   std::lock_guard<std::mutex> lock(mutex);
   const std::string key = cpu_model() + "\t" + std::to_string(at::get_num_threads()) + "\t" + std::to_string(rows) + "\t" +
                           std::to_string(width) + "\t" + std::to_string(vocab) + "\t" +
-                          (fast_paths_on() ? "fast-paths" : "portable");
+                          fast_paths();
   if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
   std::optional<LossPlan> best = read_cached(key);
   if (!best) {

@@ -15,7 +15,7 @@
 // (±15 % between runs here) cancels, and a candidate replaces the reference only when it was
 // faster in every round and by at least 3 % in the median of its three. The choice is cached in
 // the process and in cache_folder()/loss-chunks.tsv, keyed by the CPU model, the thread count,
-// the shape and whether the CPU fast paths are on, so that a machine measures once (about 12 s at
+// the shape and which CPU fast paths run (cpu_kernels.h), so that a machine measures once (about 12 s at
 // tier cpu on two threads).
 // SG_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and SG_LOSS_PACKED=0|1
 // the packing; either one skips the measurement (the other keeps the reference's value).

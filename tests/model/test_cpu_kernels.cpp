@@ -1,24 +1,42 @@
-// Tests of lib/model/cpu_kernels against float64 references: the AVX-512 shifted exponentials and
+// Tests of lib/model/cpu_kernels against float64 references: the shifted exponentials (AVX-512 and AVX2) and
 // MKL's packed GEMM. Each runs where the machine has the feature and says so where it does not.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "lib/model/cpu_kernels.h"
 
-TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64") {
-  if (!sg::has_exp_shifted_rows()) {
-    WARN("no AVX-512F on this CPU: exp_shifted_rows not tested (the loss uses ATen's sweeps)");
+// The row kernels this CPU can run: AVX-512 where it has it, and AVX2 (capped) where it has that.
+std::vector<std::string> row_kernels() {
+  std::vector<std::string> kernels;
+  for (const bool capped : {false, true}) {
+    sg::limit_cpu_kernels_to_avx2(capped);
+    const auto isa = sg::exp_shifted_rows_isa();
+    if (!isa.empty() && (kernels.empty() || kernels.back() != isa)) kernels.push_back(isa);
+  }
+  sg::limit_cpu_kernels_to_avx2(false);
+  return kernels;
+}
+
+TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64, each instruction set") {
+  const auto kernels = row_kernels();
+  if (kernels.empty()) {
+    WARN("neither AVX-512F nor AVX2 with FMA on this CPU: exp_shifted_rows not tested (the loss uses ATen's sweeps)");
     return;
   }
+  if (kernels.size() == 1) WARN("only the " << kernels[0] << " row kernel runs on this CPU");
+  for (const auto& kernel : kernels) {
+  sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
+  REQUIRE(sg::exp_shifted_rows_isa() == kernel);
   torch::manual_seed(1);
   // Widths around the 64-wide main loop and the 2,048 summation blocks; logits from tame to
   // far apart (tails that underflow to zero and through the subnormals).
   for (int64_t n : {1, 15, 63, 64, 65, 2047, 2049, 50257}) {
     for (double spread : {1.0, 8.0, 40.0}) {
-      INFO("width " << n << ", spread " << spread);
+      INFO(kernel << ", width " << n << ", spread " << spread);
       const int64_t rows = 5, stride = n + 3;  // a row stride wider than the row
       auto x = (torch::randn({rows, stride}) * spread).contiguous();
       x.index_put_({2, n - 1}, 100.0);  // the maximum at the very end of a row (the tail loop)
@@ -43,16 +61,48 @@ TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64") {
       if (stride > n) CHECK(x.narrow(1, n, stride - n).isfinite().all().item<bool>());
     }
   }
+  }
+  sg::limit_cpu_kernels_to_avx2(false);
+}
+
+TEST_CASE("exp_shifted_rows: the AVX2 and AVX-512 kernels give the same exponentials, subnormals included") {
+  const auto kernels = row_kernels();
+  if (kernels.size() < 2) {
+    WARN("this CPU does not run both row kernels: not compared");
+    return;
+  }
+  torch::manual_seed(2);
+  const int64_t rows = 7, n = 4099;
+  // Differences from the maximum reaching past -103 (zero), through the subnormals (-87.3 .. -103).
+  auto x = torch::rand({rows, n}) * -110.0;
+  x.index_put_({torch::indexing::Slice(), 0}, 0.0);
+  auto wide = x.clone(), narrow = x.clone();
+  std::vector<float> max_wide(rows), max_narrow(rows);
+  std::vector<double> sum_wide(rows), sum_narrow(rows);
+  sg::exp_shifted_rows(wide.data_ptr<float>(), rows, n, n, max_wide.data(), sum_wide.data());
+  sg::limit_cpu_kernels_to_avx2(true);
+  sg::exp_shifted_rows(narrow.data_ptr<float>(), rows, n, n, max_narrow.data(), sum_narrow.data());
+  sg::limit_cpu_kernels_to_avx2(false);
+  const auto differ = wide != narrow;
+  INFO("elements that differ: " << (wide != narrow).sum().item<int64_t>());
+  CHECK(torch::equal(wide, narrow));
+  CHECK(((narrow > 0) & (narrow < 1.1754944e-38)).any().item<bool>());  // subnormals were made
+  CHECK((narrow == 0).any().item<bool>());
+  CHECK(max_wide == max_narrow);
+  for (int64_t r = 0; r < rows; ++r) CHECK(std::abs(sum_wide[r] - sum_narrow[r]) <= 1e-6 * sum_wide[r]);
 }
 
 TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN, other rows are untouched") {
-  if (!sg::has_exp_shifted_rows()) {
-    WARN("no AVX-512F on this CPU: exp_shifted_rows not tested");
+  const auto kernels = row_kernels();
+  if (kernels.empty()) {
+    WARN("no row kernel on this CPU: exp_shifted_rows not tested");
     return;
   }
   const int64_t n = 300;
-  for (int64_t at : {int64_t{0}, int64_t{17}, int64_t{64}, n - 1}) {  // main loop and tail
-    INFO("NaN at " << at);
+  for (const auto& kernel : kernels)
+  for (int64_t at : {int64_t{0}, int64_t{17}, int64_t{64}, n - 1}) {  // main loops and tails
+    sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
+    INFO(kernel << ", NaN at " << at);
     auto x = torch::randn({2, n});
     x.index_put_({0, at}, std::nan(""));
     std::vector<float> rowmax(2);
@@ -61,6 +111,7 @@ TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN, other ro
     CHECK(std::isnan(sums[0]));
     CHECK(std::isfinite(sums[1]));
   }
+  sg::limit_cpu_kernels_to_avx2(false);
 }
 
 TEST_CASE("PackedRightOperand: a (m x k) times op(B) against float64, both orientations, m <= max_rows") {

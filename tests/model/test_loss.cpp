@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), value and gradients") {
   torch::manual_seed(0);
@@ -96,13 +97,14 @@ TEST_CASE("under autocast the loss's products run in the autocast dtype, within 
   CHECK(weight_error > 1e-4);
 }
 
-TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallback against float64") {
+TEST_CASE("CPU float32 path (packed GEMM, AVX-512 or AVX2 rows) and its portable fallback against float64") {
   // The GPT-2 vocabulary size (odd, not a multiple of 64), rows that leave a short last chunk,
   // and logits spread enough that many exponentials underflow.
-  for (bool fast : {true, false}) {
-    sg::enable_cpu_kernels(fast);
+  for (const char* paths : {"all", "avx2", "none"}) {
+    sg::enable_cpu_kernels(std::string(paths) != "none");
+    sg::limit_cpu_kernels_to_avx2(std::string(paths) == "avx2");
     for (int64_t chunk : {0, 13}) {
-      INFO("fast paths " << fast << ", chunk rows " << chunk);
+      INFO("fast paths " << paths << " (rows: '" << sg::exp_shifted_rows_isa() << "'), chunk rows " << chunk);
       torch::manual_seed(3);
       const int64_t rows = 45, width = 24, vocab = 50257;
       auto hidden = (torch::randn({rows, width}) * 3).requires_grad_(true);
@@ -126,6 +128,7 @@ TEST_CASE("CPU float32 path (packed GEMM, AVX-512 rows) and its portable fallbac
     }
   }
   sg::enable_cpu_kernels(true);
+  sg::limit_cpu_kernels_to_avx2(false);
   // A target outside the vocabulary is an error, not a read past the logits.
   torch::NoGradGuard no_grad;
   const auto h = torch::randn({4, 8}), w = torch::randn({10, 8});
