@@ -17,12 +17,14 @@ Eager draws its batches as sg-train does, random context windows of the same tok
 training split (the tokens do not change the work, only its realism). Step times: sg-train's from
 its run file (curves/tokens_per_second, one value per optimizer step, timing the step only),
 eager's from the same span of work (batch, forward, loss, backward, clipping, AdamW step). A run's figure is the median over its steps after the first --skip;
-every configuration is measured once per round, rounds interleaved (A B C … A B C …), and the
-reported figure is the median over rounds. Model FLOPs per token (PaLM's count, the attention
+every configuration is measured once per round, rounds interleaved and rotated (A B C, B C A, …),
+and the reported figure is the median over rounds. Model FLOPs per token (PaLM's count, the attention
 matrix counted whole):
   6 * (12 L C^2 + V C) + 12 L C T       (L layers, width C, vocabulary V, context T)
 The load average is recorded around every measurement: on a shared machine read the figures
-with it. --cpu-time adds core-seconds (user + system) per step, which other processes disturb
+with it. Above every table: the CPU's model name and flags (lscpu's), its caches, ATen's CPU
+capability and the loss plan sg-train cached for this shape (lib/model/loss_tuning.h; a run of
+one step before the rounds lets sg-train measure it untimed). --cpu-time adds core-seconds (user + system) per step, which other processes disturb
 far less than wall-clock time: eager's from its steps, sg-train's as the difference between a
 run of --steps and one of --skip steps (start-up, evaluation and saving cancel). With more than
 one thread, CPU time also counts OpenMP's spin-waiting, so use it with --threads 1. Timings are
@@ -56,6 +58,59 @@ def log(message):
     print(f"bench_train: {message}", file=sys.stderr, flush=True)
 
 
+def machine():
+    """What the figures were measured on: /proc/cpuinfo's model name and flags (lscpu's), the CPUs
+    this process may use, the cache sizes, and ATen's CPU capability in the --python's torch."""
+    info = {"model_name": "unknown", "flags": "", "cpus": len(os.sched_getaffinity(0))}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name" and info["model_name"] == "unknown":
+                    info["model_name"] = value
+                elif key == "flags" and not info["flags"]:
+                    info["flags"] = value
+    except OSError:
+        pass
+    caches = []
+    for index in range(8):
+        folder = f"/sys/devices/system/cpu/cpu0/cache/index{index}"
+        try:
+            with open(f"{folder}/level") as f:
+                level = f.read().strip()
+            with open(f"{folder}/type") as f:
+                kind = f.read().strip()
+            with open(f"{folder}/size") as f:
+                size = f.read().strip()
+        except OSError:
+            break
+        if kind != "Instruction":
+            caches.append(f"L{level} {size}")
+    info["caches"] = ", ".join(caches)
+    return info
+
+
+def loss_plan(args):
+    """sg-train's cached CPU loss plan for tier cpu on --threads threads (lib/model/loss_tuning.h),
+    or None: '<chunk rows> <packed|plain>' and the fast paths that ran."""
+    cache = os.environ.get("SINKGATE_CACHE") or (os.path.join(os.environ["XDG_CACHE_HOME"], "sinkgate")
+                                                 if os.environ.get("XDG_CACHE_HOME") else
+                                                 os.path.expanduser("~/.cache/sinkgate"))
+    s = SHAPE
+    key = [str(args.threads), str(s["micro_batch"] * s["block_size"]), str(s["n_embd"]), str(s["vocab_size"])]
+    found = None
+    try:
+        with open(os.path.join(cache, "loss-chunks.tsv")) as f:
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) == 8 and fields[0] == machine()["model_name"] and fields[1:5] == key:
+                    found = f"{fields[6]} rows {fields[7]} ({fields[5]})"
+    except OSError:
+        pass
+    return found
+
+
 def model_flops_per_token(s):
     """Training FLOPs per token: 6 N (N = 12 L C^2 matmul weights + the tied head V C) + 12 L C T."""
     L, C, V, T = s["n_layer"], s["n_embd"], s["vocab_size"], s["block_size"]
@@ -87,7 +142,8 @@ def worker_peak(args):
     wall = best_rate(time.perf_counter, (1024, 2048), 4e10)
     torch.set_num_threads(1)
     core = best_rate(time.process_time, (2048,), 2e10)
-    return {"flops_per_second": wall, "core_flops_per_cpu_second": core}
+    return {"flops_per_second": wall, "core_flops_per_cpu_second": core,
+            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def worker_eager(args):
@@ -188,7 +244,7 @@ def sg_train_run(args, arm, env, workdir, steps):
     k = str(steps)
     command = [args.sg_train, "--tokens", args.tokens, "--tier", "cpu", "--arm", arm, "--seed", str(args.seed),
                "-o", output, "--force", "--threads", str(args.threads), "--log-level", "quiet",
-               "--set", f"iterations={k}", "--set", f"warmup={min(args.skip, 2)}", "--set", f"eval_interval={k}",
+               "--set", f"iterations={k}", "--set", f"warmup={min(args.skip, 2, steps)}", "--set", f"eval_interval={k}",
                "--set", "eval_batches=1", "--set", "final_eval_batches=1", "--set", f"checkpoint_interval={k}"]
     cpu = children_cpu_seconds()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -280,13 +336,19 @@ def main():
         load_start = os.getloadavg()
         log(f"{args.threads} threads, {args.steps} steps a run (first {args.skip} skipped), {args.rounds} rounds; "
             f"load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} on {os.cpu_count()} CPUs")
+        # sg-train measures its CPU loss plan once per machine, threads and shape (loss_tuning.h),
+        # inside its first step: a run of one step first keeps that out of every timed run.
+        sg_train_run(args, "baseline", plain, workdir, 1)
         peaks = [run_worker("peak", args, plain)]
         runs = {label: [] for label, _, _ in configurations}
         cpu_runs = {label: [] for label, _, _ in configurations}  # core-seconds per step, with --cpu-time
         loads = {label: [] for label, _, _ in configurations}
         sg_config = {}
         for round_index in range(args.rounds):
-            for label, kind, what in configurations:
+            # Each round starts one configuration later, so that none always runs first (right
+            # after the peak measurement, which was seen to slow the next run by up to 25 %).
+            shift = round_index % len(configurations)
+            for label, kind, what in configurations[shift:] + configurations[:shift]:
                 before = load_average()
                 if kind == "eager":
                     result = run_worker("eager", args, what)
@@ -334,6 +396,12 @@ def main():
     say(f"# CPU training throughput: tier cpu (L={SHAPE['n_layer']}, H={SHAPE['n_head']}, C={SHAPE['n_embd']}, "
           f"T={SHAPE['block_size']}, B={SHAPE['micro_batch']}, V={SHAPE['vocab_size']}), {args.threads} threads, "
           f"{args.steps} steps a run (median after {args.skip}), median of {args.rounds} interleaved rounds")
+    host = machine()
+    aten = peaks[0].get("aten_cpu_capability", "unknown")
+    plan = loss_plan(args)
+    say(f"# CPU: {host['model_name']}; {host['cpus']} CPUs usable; caches {host['caches'] or 'unknown'}; "
+        f"ATen CPU capability {aten}; sg-train's loss plan: {plan or 'none cached'}")
+    say(f"# flags: {host['flags']}")
     say(f"# load average (1 min) {load_start[0]:.2f} at start, {load_end[0]:.2f} at end, on {os.cpu_count()} CPUs")
     say(f"# fp32 matmul peak (best torch.mm): {peak / 1e9:.1f} GFLOP/s on {args.threads} threads (wall clock), "
           f"{core_peak / 1e9:.1f} GFLOP per CPU second on one core; model {flops_token / 1e6:.1f} MFLOP/token "
@@ -387,7 +455,8 @@ def main():
                     "rounds": args.rounds, "cpu_time": args.cpu_time, "flops_per_token": flops_token,
                     "fp32_peak_flops_per_second": peak, "fp32_core_peak_flops_per_cpu_second": core_peak,
                     "peaks": peaks, "load_average_start": load_start, "load_average_end": load_end,
-                    "sg_train_config": {k: str(v) for k, v in sg_config.items()}, "rows": rows, "summary": summary}
+                    "sg_train_config": {k: str(v) for k, v in sg_config.items()}, "rows": rows, "summary": summary,
+                    "machine": dict(host, aten_cpu_capability=aten), "loss_plan": plan}
         text = json.dumps(document, indent=1)
         if args.json == "-":
             print(text)
