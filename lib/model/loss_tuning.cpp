@@ -41,7 +41,7 @@ std::string cpu_model() {
 std::string cache_path() { return cache_folder() + "/loss-chunks.tsv"; }
 
 std::string describe(const LossPlan& plan) {
-  return std::to_string(plan.chunk_rows) + (plan.packed ? " packed" : " plain");
+  return std::to_string(plan.chunk_rows) + (plan.packed ? " rows packed" : " rows plain");
 }
 
 /// Which fast paths run: the row kernel's instruction set and MKL's packed GEMM, or "portable".
