@@ -1,0 +1,133 @@
+// bench_cpu_kernels.cpp — the CPU float32 loss's pieces on this machine, timed (never by ctest).
+//
+// Times, in interleaved rounds so that a drift of the machine's speed touches every candidate:
+//   - the softmax row pass over ROWS x V float32 logits: the AVX-512 kernel, the AVX2 kernel
+//     (lib/model/cpu_kernels.h; each where the CPU has it) and ATen's four sweeps (amax, sub_,
+//     exp_, sum) that run where neither does;
+//   - the whole loss (forward and gradients, lib/model/loss.h) under every plan that
+//     lib/model/loss_tuning.h measures for that shape, as a ratio to the reference plan's time in
+//     the same round.
+// Prints the CPU model and the kernels this machine runs first. Build: ninja -C build
+// bench_cpu_kernels. Run (V = 50,257 and the rows and width of tier cpu by default):
+//   build/bin/bench_cpu_kernels                       # 2,048 x 256 x 50,257, 5 rounds
+//   build/bin/bench_cpu_kernels 1024 768 50257 3      # rows width vocab rounds
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/model/cpu_kernels.h"
+#include "lib/model/loss.h"
+#include "lib/model/loss_tuning.h"
+
+namespace {
+
+double seconds_of(const std::function<void()>& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 2048, width = argc > 2 ? std::atoll(argv[2]) : 256;
+  const int64_t vocab = argc > 3 ? std::atoll(argv[3]) : 50257;
+  const int rounds = argc > 4 ? std::atoi(argv[4]) : 5;
+  if (rows < 1 || width < 1 || vocab < 1 || rounds < 1) {
+    std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS]\n");
+    return 2;
+  }
+  std::printf("# %s; %d threads; row kernels:", cpu_model().c_str(), at::get_num_threads());
+  std::vector<std::string> kernels;
+  for (const bool capped : {false, true}) {
+    sg::limit_cpu_kernels_to_avx2(capped);
+    const auto isa = sg::exp_shifted_rows_isa();
+    if (!isa.empty() && std::find(kernels.begin(), kernels.end(), isa) == kernels.end()) kernels.push_back(isa);
+  }
+  sg::limit_cpu_kernels_to_avx2(false);
+  for (const auto& k : kernels) std::printf(" %s", k.c_str());
+  std::printf("%s; MKL packed GEMM %s\n", kernels.empty() ? " none" : "",
+              sg::PackedRightOperand::available() ? "present" : "absent");
+
+  // The row pass, on fresh copies of the same logits (the copy is not timed).
+  torch::manual_seed(0);
+  const auto logits = torch::randn({rows, vocab}) * 3;
+  auto x = torch::empty_like(logits);
+  std::vector<float> rowmax(rows);
+  std::vector<double> sums(rows);
+  std::vector<std::string> passes = kernels;
+  passes.push_back("aten");
+  std::vector<std::vector<double>> pass_times(passes.size());
+  for (int round = 0; round <= rounds; ++round)  // round 0: a warm-up, not kept
+    for (size_t p = 0; p < passes.size(); ++p) {
+      x.copy_(logits);
+      const double t = seconds_of([&] {
+        if (passes[p] == "aten") {
+          const auto m = x.amax(1, /*keepdim=*/true);
+          x.sub_(m).exp_();
+          const auto s = x.sum(1);
+        } else {
+          sg::limit_cpu_kernels_to_avx2(passes[p] == "avx2");
+          sg::exp_shifted_rows(x.data_ptr<float>(), rows, vocab, vocab, rowmax.data(), sums.data());
+        }
+      });
+      if (round > 0) pass_times[p].push_back(t);
+    }
+  sg::limit_cpu_kernels_to_avx2(false);
+  std::printf("row pass over %lld x %lld logits (median of %d rounds):", static_cast<long long>(rows),
+              static_cast<long long>(vocab), rounds);
+  for (size_t p = 0; p < passes.size(); ++p)
+    std::printf("  %s %.1f ms", passes[p].c_str(), median(pass_times[p]) * 1e3);
+  std::printf("\n");
+
+  // The whole loss under every plan, as a ratio to the reference plan in the same round.
+  const auto plans = sg::loss_plan_candidates(rows, vocab);
+  const auto hidden = torch::randn({rows, width}).requires_grad_(true);
+  const auto weight = (torch::randn({vocab, width}) * 0.02).requires_grad_(true);
+  const auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  std::vector<std::vector<double>> times(plans.size()), ratios(plans.size());
+  for (int round = 0; round <= rounds; ++round) {
+    std::vector<double> taken(plans.size());
+    for (size_t k = 0; k < plans.size(); ++k) {
+      const size_t p = (k + static_cast<size_t>(round)) % plans.size();  // rotated, round by round
+      taken[p] = seconds_of([&] { sg::linear_cross_entropy(hidden, weight, targets, plans[p]); });
+    }
+    if (round == 0) continue;
+    for (size_t p = 0; p < plans.size(); ++p) {
+      times[p].push_back(taken[p]);
+      ratios[p].push_back(taken[p] / taken[0]);
+    }
+  }
+  std::printf("loss of %lld x %lld x %lld, forward and gradients (median of %d rounds; ratio: to the reference "
+              "in the same round, min-max):\n",
+              static_cast<long long>(rows), static_cast<long long>(width), static_cast<long long>(vocab), rounds);
+  for (size_t p = 0; p < plans.size(); ++p)
+    std::printf("  %5lld rows %-6s %8.1f ms  %.3f (%.3f-%.3f)%s\n", static_cast<long long>(plans[p].chunk_rows),
+                plans[p].packed ? "packed" : "plain", median(times[p]) * 1e3, median(ratios[p]),
+                *std::min_element(ratios[p].begin(), ratios[p].end()),
+                *std::max_element(ratios[p].begin(), ratios[p].end()), p == 0 ? "  (reference)" : "");
+  const auto chosen = sg::loss_plan(rows, width, vocab);
+  std::printf("sg-train's plan for this shape here: %lld rows %s\n", static_cast<long long>(chosen.chunk_rows),
+              chosen.packed ? "packed" : "plain");
+  return 0;
+}
