@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,13 +39,6 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,14 +49,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS]\n");
     return 2;
   }
-  std::printf("# %s; %d threads; row kernels:", cpu_model().c_str(), at::get_num_threads());
-  std::vector<std::string> kernels;
-  for (const bool capped : {false, true}) {
-    sg::limit_cpu_kernels_to_avx2(capped);
-    const auto isa = sg::exp_shifted_rows_isa();
-    if (!isa.empty() && std::find(kernels.begin(), kernels.end(), isa) == kernels.end()) kernels.push_back(isa);
-  }
-  sg::limit_cpu_kernels_to_avx2(false);
+  std::printf("# %s; %d threads; row kernels:", sg::cpu_model_name().c_str(), at::get_num_threads());
+  const auto kernels = sg::exp_shifted_rows_kernels();
   for (const auto& k : kernels) std::printf(" %s", k.c_str());
   std::printf("%s; MKL packed GEMM %s\n", kernels.empty() ? " none" : "",
               sg::PackedRightOperand::available() ? "present" : "absent");

@@ -14,8 +14,10 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <stdexcept>
+#include <vector>
 
 namespace sg {
 namespace {
@@ -33,12 +35,22 @@ std::atomic<bool> capped_at_avx2{[] {
 
 enum class RowKernel { none, avx2, avx512 };
 
+// Function-local statics: __builtin_cpu_supports is not to be called before main without
+// __builtin_cpu_init.
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
 RowKernel row_kernel() {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (!kernels_enabled) return RowKernel::none;
-  if (avx512 && !capped_at_avx2) return RowKernel::avx512;
-  return avx2 ? RowKernel::avx2 : RowKernel::none;
+  if (cpu_has_avx512() && !capped_at_avx2) return RowKernel::avx512;
+  return cpu_has_avx2() ? RowKernel::avx2 : RowKernel::none;
 }
 
 // MKL's CBLAS packed-GEMM interface (LP64: MKL_INT is int; the enums are C enums).
@@ -231,6 +243,24 @@ std::string exp_shifted_rows_isa() {
     case RowKernel::none: break;
   }
   return "";
+}
+
+std::vector<std::string> exp_shifted_rows_kernels() {
+  std::vector<std::string> kernels;
+  if (!kernels_enabled) return kernels;
+  if (cpu_has_avx512()) kernels.push_back("avx512f");
+  if (cpu_has_avx2()) kernels.push_back("avx2");
+  return kernels;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      return colon == std::string::npos || colon + 2 > line.size() ? line : line.substr(colon + 2);
+    }
+  return "unknown CPU";
 }
 
 void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {

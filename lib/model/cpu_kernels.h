@@ -1,12 +1,14 @@
 // cpu_kernels.h — the CPU float32 fast paths of the loss: a packed right-hand GEMM operand (MKL's
 // packed-GEMM API, found at run time in the torch library) and a row kernel for the shifted
-// exponentials of a softmax (AVX-512, or AVX2 with FMA on CPUs without it). Each says whether it can run here; callers keep a portable
-// path (torch::mm, ATen's elementwise operations) for when it cannot.
+// exponentials of a softmax (AVX-512, or AVX2 with FMA on CPUs without it). Each says whether it
+// can run here; callers keep a portable path (torch::mm, ATen's elementwise operations) for when
+// it cannot.
 #pragma once
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sg {
 
@@ -46,6 +48,13 @@ bool has_exp_shifted_rows();
 
 /// The instruction set exp_shifted_rows uses here: "avx512f", "avx2" (with FMA), or "" (none).
 std::string exp_shifted_rows_isa();
+
+/// Every row kernel this CPU can run (what exp_shifted_rows_isa() gives uncapped, then capped
+/// at AVX2), none when the fast paths are off: to test or time each of them.
+std::vector<std::string> exp_shifted_rows_kernels();
+
+/// What /proc/cpuinfo calls this CPU ("model name"), or "unknown CPU".
+std::string cpu_model_name();
 
 /// For each row r of x (rows × n, row stride `stride`, float32), in place:
 ///   rowmax[r] = max_j x[r, j];  x[r, j] = exp(x[r, j] - rowmax[r]);  sums[r] = sum_j x[r, j]

@@ -27,17 +27,6 @@ namespace {
 constexpr double kMeasureAbove = 4294967296.0;           // rows × width × vocab multiply-adds (2^32)
 constexpr int64_t kMostLogitBytes = int64_t{512} << 20;  // one chunk's float logits at most
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  return "unknown CPU";
-}
-
 std::string cache_path() { return cache_folder() + "/loss-chunks.tsv"; }
 
 std::string describe(const LossPlan& plan) {
@@ -158,6 +147,10 @@ size_t measure(const std::vector<LossPlan>& candidates, int64_t rows, int64_t wi
 
 int64_t default_loss_chunk_rows(int64_t vocab) { return std::max<int64_t>(64, (int64_t{1} << 24) / std::max<int64_t>(1, vocab)); }
 
+LossPlan reference_plan(int64_t rows, int64_t vocab) {
+  return {std::min(rows, default_loss_chunk_rows(vocab)), /*packed=*/PackedRightOperand::available()};
+}
+
 std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
   std::vector<int64_t> candidates;
   const auto fits = [&](int64_t n) { return n * vocab * 4 <= kMostLogitBytes || n == default_loss_chunk_rows(vocab); };
@@ -173,7 +166,7 @@ std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
 
 std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab) {
   const bool packing = PackedRightOperand::available();
-  const LossPlan reference{std::min(rows, default_loss_chunk_rows(vocab)), packing};
+  const LossPlan reference = reference_plan(rows, vocab);
   std::vector<LossPlan> plans{reference};
   const auto chunks = loss_chunk_candidates(rows, vocab);
   if (packing)
@@ -200,12 +193,12 @@ int64_t forced_loss_chunk_rows() {
 }
 
 LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
-  const LossPlan reference{std::min(rows, default_loss_chunk_rows(vocab)), /*packed=*/true};
+  const LossPlan reference = reference_plan(rows, vocab);
   const int64_t forced_rows = forced_loss_chunk_rows();
-  const char* forced_packing = std::getenv("SG_LOSS_PACKED");
-  const bool packing_forced = forced_packing && (std::string(forced_packing) == "0" || std::string(forced_packing) == "1");
+  const std::string forced_packing = std::getenv("SG_LOSS_PACKED") ? std::getenv("SG_LOSS_PACKED") : "";
+  const bool packing_forced = forced_packing == "0" || forced_packing == "1";
   if (forced_rows > 0 || packing_forced)
-    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, packing_forced ? std::string(forced_packing) == "1" : true};
+    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, packing_forced ? forced_packing == "1" : reference.packed};
   const char* tuning = std::getenv("SG_LOSS_TUNING");
   if ((tuning && std::string(tuning) == "0") ||
       static_cast<double>(rows) * static_cast<double>(width) * static_cast<double>(vocab) < kMeasureAbove)
@@ -213,7 +206,7 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   static std::mutex mutex;
   static std::map<std::string, LossPlan> chosen;
   std::lock_guard<std::mutex> lock(mutex);
-  const std::string key = cpu_model() + "\t" + std::to_string(at::get_num_threads()) + "\t" + std::to_string(rows) + "\t" +
+  const std::string key = cpu_model_name() + "\t" + std::to_string(at::get_num_threads()) + "\t" + std::to_string(rows) + "\t" +
                           std::to_string(width) + "\t" + std::to_string(vocab) + "\t" +
                           fast_paths();
   if (const auto it = chosen.find(key); it != chosen.end()) return it->second;

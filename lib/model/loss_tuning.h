@@ -34,6 +34,10 @@ namespace sg {
 /// The chunk sizes for a loss of `rows` rows and `vocab` classes, in increasing order.
 std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab);
 
+/// The reference plan: the old fixed rule's chunk (at most `rows`), packed where MKL's packed
+/// GEMM is present. What runs where nothing is measured.
+LossPlan reference_plan(int64_t rows, int64_t vocab);
+
 /// The plans measured for a loss of this shape: the reference first (see the file comment).
 std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab);
 

@@ -9,64 +9,52 @@
 
 #include "lib/model/cpu_kernels.h"
 
-// The row kernels this CPU can run: AVX-512 where it has it, and AVX2 (capped) where it has that.
-std::vector<std::string> row_kernels() {
-  std::vector<std::string> kernels;
-  for (const bool capped : {false, true}) {
-    sg::limit_cpu_kernels_to_avx2(capped);
-    const auto isa = sg::exp_shifted_rows_isa();
-    if (!isa.empty() && (kernels.empty() || kernels.back() != isa)) kernels.push_back(isa);
-  }
-  sg::limit_cpu_kernels_to_avx2(false);
-  return kernels;
-}
-
 TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64, each instruction set") {
-  const auto kernels = row_kernels();
+  const auto kernels = sg::exp_shifted_rows_kernels();
   if (kernels.empty()) {
     WARN("neither AVX-512F nor AVX2 with FMA on this CPU: exp_shifted_rows not tested (the loss uses ATen's sweeps)");
     return;
   }
   if (kernels.size() == 1) WARN("only the " << kernels[0] << " row kernel runs on this CPU");
   for (const auto& kernel : kernels) {
-  sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
-  REQUIRE(sg::exp_shifted_rows_isa() == kernel);
-  torch::manual_seed(1);
-  // Widths around the 64-wide main loop and the 2,048 summation blocks; logits from tame to
-  // far apart (tails that underflow to zero and through the subnormals).
-  for (int64_t n : {1, 15, 63, 64, 65, 2047, 2049, 50257}) {
-    for (double spread : {1.0, 8.0, 40.0}) {
-      INFO(kernel << ", width " << n << ", spread " << spread);
-      const int64_t rows = 5, stride = n + 3;  // a row stride wider than the row
-      auto x = (torch::randn({rows, stride}) * spread).contiguous();
-      x.index_put_({2, n - 1}, 100.0);  // the maximum at the very end of a row (the tail loop)
-      const auto reference_in = x.to(torch::kDouble).narrow(1, 0, n);
-      std::vector<float> rowmax(rows);
-      std::vector<double> sums(rows);
-      sg::exp_shifted_rows(x.data_ptr<float>(), rows, n, stride, rowmax.data(), sums.data());
-      const auto max_ref = reference_in.amax(1);
-      const auto shifted = reference_in - max_ref.unsqueeze(1);  // (rows, n), <= 0
-      const auto exp_ref = shifted.exp();
-      const auto got = x.narrow(1, 0, n).to(torch::kDouble);
-      // float32 input: x - max is rounded to half an ulp of |x - max| before the exponential.
-      const auto bound = exp_ref * (3e-7 * (1.0 + shifted.abs())) + 1e-44;
-      CHECK(((got - exp_ref).abs() - bound).max().item<double>() <= 0.0);
-      CHECK((got.narrow(1, 0, n) >= 0).all().item<bool>());
-      for (int64_t r = 0; r < rows; ++r) {
-        CHECK(rowmax[r] == static_cast<float>(max_ref[r].item<double>()));
-        const double sum_ref = exp_ref[r].sum().item<double>();
-        CHECK(std::abs(sums[r] - sum_ref) <= 1e-6 * sum_ref);
+    sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
+    REQUIRE(sg::exp_shifted_rows_isa() == kernel);
+    torch::manual_seed(1);
+    // Widths around the 64-wide main loop and the 2,048 summation blocks; logits from tame to
+    // far apart (tails that underflow to zero and through the subnormals).
+    for (int64_t n : {1, 15, 63, 64, 65, 2047, 2049, 50257}) {
+      for (double spread : {1.0, 8.0, 40.0}) {
+        INFO(kernel << ", width " << n << ", spread " << spread);
+        const int64_t rows = 5, stride = n + 3;  // a row stride wider than the row
+        auto x = (torch::randn({rows, stride}) * spread).contiguous();
+        x.index_put_({2, n - 1}, 100.0);  // the maximum at the very end of a row (the tail loop)
+        const auto reference_in = x.to(torch::kDouble).narrow(1, 0, n);
+        std::vector<float> rowmax(rows);
+        std::vector<double> sums(rows);
+        sg::exp_shifted_rows(x.data_ptr<float>(), rows, n, stride, rowmax.data(), sums.data());
+        const auto max_ref = reference_in.amax(1);
+        const auto shifted = reference_in - max_ref.unsqueeze(1);  // (rows, n), <= 0
+        const auto exp_ref = shifted.exp();
+        const auto got = x.narrow(1, 0, n).to(torch::kDouble);
+        // float32 input: x - max is rounded to half an ulp of |x - max| before the exponential.
+        const auto bound = exp_ref * (3e-7 * (1.0 + shifted.abs())) + 1e-44;
+        CHECK(((got - exp_ref).abs() - bound).max().item<double>() <= 0.0);
+        CHECK((got.narrow(1, 0, n) >= 0).all().item<bool>());
+        for (int64_t r = 0; r < rows; ++r) {
+          CHECK(rowmax[r] == static_cast<float>(max_ref[r].item<double>()));
+          const double sum_ref = exp_ref[r].sum().item<double>();
+          CHECK(std::abs(sums[r] - sum_ref) <= 1e-6 * sum_ref);
+        }
+        // The padding beyond each row is left alone.
+        if (stride > n) CHECK(x.narrow(1, n, stride - n).isfinite().all().item<bool>());
       }
-      // The padding beyond each row is left alone.
-      if (stride > n) CHECK(x.narrow(1, n, stride - n).isfinite().all().item<bool>());
     }
-  }
   }
   sg::limit_cpu_kernels_to_avx2(false);
 }
 
 TEST_CASE("exp_shifted_rows: the AVX2 and AVX-512 kernels give the same exponentials, subnormals included") {
-  const auto kernels = row_kernels();
+  const auto kernels = sg::exp_shifted_rows_kernels();
   if (kernels.size() < 2) {
     WARN("this CPU does not run both row kernels: not compared");
     return;
@@ -83,7 +71,6 @@ TEST_CASE("exp_shifted_rows: the AVX2 and AVX-512 kernels give the same exponent
   sg::limit_cpu_kernels_to_avx2(true);
   sg::exp_shifted_rows(narrow.data_ptr<float>(), rows, n, n, max_narrow.data(), sum_narrow.data());
   sg::limit_cpu_kernels_to_avx2(false);
-  const auto differ = wide != narrow;
   INFO("elements that differ: " << (wide != narrow).sum().item<int64_t>());
   CHECK(torch::equal(wide, narrow));
   CHECK(((narrow > 0) & (narrow < 1.1754944e-38)).any().item<bool>());  // subnormals were made
@@ -93,23 +80,24 @@ TEST_CASE("exp_shifted_rows: the AVX2 and AVX-512 kernels give the same exponent
 }
 
 TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN, other rows are untouched") {
-  const auto kernels = row_kernels();
+  const auto kernels = sg::exp_shifted_rows_kernels();
   if (kernels.empty()) {
     WARN("no row kernel on this CPU: exp_shifted_rows not tested");
     return;
   }
   const int64_t n = 300;
-  for (const auto& kernel : kernels)
-  for (int64_t at : {int64_t{0}, int64_t{17}, int64_t{64}, n - 1}) {  // main loops and tails
+  for (const auto& kernel : kernels) {
     sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
-    INFO(kernel << ", NaN at " << at);
-    auto x = torch::randn({2, n});
-    x.index_put_({0, at}, std::nan(""));
-    std::vector<float> rowmax(2);
-    std::vector<double> sums(2);
-    sg::exp_shifted_rows(x.data_ptr<float>(), 2, n, n, rowmax.data(), sums.data());
-    CHECK(std::isnan(sums[0]));
-    CHECK(std::isfinite(sums[1]));
+    for (int64_t at : {int64_t{0}, int64_t{17}, int64_t{64}, n - 1}) {  // main loops and tails
+      INFO(kernel << ", NaN at " << at);
+      auto x = torch::randn({2, n});
+      x.index_put_({0, at}, std::nan(""));
+      std::vector<float> rowmax(2);
+      std::vector<double> sums(2);
+      sg::exp_shifted_rows(x.data_ptr<float>(), 2, n, n, rowmax.data(), sums.data());
+      CHECK(std::isnan(sums[0]));
+      CHECK(std::isfinite(sums[1]));
+    }
   }
   sg::limit_cpu_kernels_to_avx2(false);
 }
