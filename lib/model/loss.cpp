@@ -27,6 +27,10 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
                                torch::Tensor targets, int64_t chunk_rows, bool packed) {
     const int64_t rows = hidden.size(0), vocab = weight.size(0);
+    // apply() runs this with grad mode off whatever the caller's, so the inputs' flags say whether
+    // a gradient will be asked for; linear_cross_entropy detaches them where the caller's grad
+    // mode is off (a parameter keeps requires_grad under NoGradGuard: validation would otherwise
+    // pay for both gradient products).
     const bool need_grad = hidden.requires_grad() || weight.requires_grad();
     if (chunk_rows <= 0) chunk_rows = default_loss_chunk_rows(vocab);  // ~64 MB of float logits
     // Softmax and sums in float32 (float64 for float64 inputs).
@@ -139,6 +143,8 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Ten
     else
       chosen.chunk_rows = forced_loss_chunk_rows();
   }
+  if (!torch::GradMode::is_enabled())  // no gradient can be asked for: the logits product alone
+    return LinearCrossEntropy::apply(hidden.detach(), weight.detach(), targets, chosen.chunk_rows, chosen.packed);
   return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows, chosen.packed);
 }
 

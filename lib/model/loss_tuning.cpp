@@ -94,7 +94,7 @@ double median(std::vector<double> values) {
 /// Measures the candidates (the reference first) on `rows` random rows and returns the chosen
 /// one's index (see the file comment); `report` gets every time.
 size_t measure(const std::vector<LossPlan>& candidates, int64_t rows, int64_t width, int64_t vocab, std::string& report) {
-  torch::NoGradGuard no_grad;
+  torch::AutoGradMode with_gradients(true);  // timed as training runs it, whatever the caller's mode
   auto generator = at::make_generator<at::CPUGeneratorImpl>(1);  // the global generator stays untouched
   const auto hidden = torch::randn({rows, width}, generator).requires_grad_(true);
   const auto weight = (torch::randn({vocab, width}, generator) * 0.02).requires_grad_(true);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <fstream>
 #include <string>
 
@@ -60,6 +62,45 @@ TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), valu
 // autocast) and float32 weights; the products must still run in bf16, as autocast would run them
 // (a float32 product there forgoes the tensor cores). CPU autocast shows the same rule here: the
 // error against float64 is bf16's (well above float32's), and within bf16's tolerance.
+// Validation runs the loss under NoGradGuard with the model's parameters, whose requires_grad
+// stays on: the loss must then do the logits product alone, not the two gradient products too.
+// Counted through ATen's operator callbacks on the plain plan (every product an ATen op).
+namespace {
+std::atomic<int> products{0};  // the ATen matrix products seen by count_products
+
+std::unique_ptr<at::ObserverContext> count_products(const at::RecordFunction& call) {
+  const std::string name = call.name();
+  if (name == "aten::mm" || name == "aten::addmm" || name == "aten::addmm_") ++products;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("without grad mode the loss runs one matrix product a chunk, with it three") {
+  const auto handle =
+      at::addThreadLocalCallback(at::RecordFunctionCallback(count_products).scopes({at::RecordScope::FUNCTION}));
+  torch::manual_seed(3);
+  const auto hidden = torch::randn({96, 16}).requires_grad_(true);
+  const auto weight = torch::randn({300, 16}).requires_grad_(true);
+  const auto targets = torch::randint(300, {96}, torch::kLong);
+  const sg::LossPlan plan{/*chunk_rows=*/32, /*packed=*/false};
+  const auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden.detach().to(torch::kDouble),
+                                                                      weight.detach().to(torch::kDouble).t()), targets);
+  products = 0;
+  {
+    torch::NoGradGuard no_grad;
+    const auto loss = sg::linear_cross_entropy(hidden, weight, targets, plan);
+    CHECK(std::abs(loss.item<double>() - ref.item<double>()) < 1e-5);
+    CHECK_FALSE(loss.requires_grad());
+  }
+  CHECK(products.load() == 3);  // one a chunk of 32 rows
+  products = 0;
+  const auto loss = sg::linear_cross_entropy(hidden, weight, targets, plan);
+  CHECK(products.load() == 9);  // logits, E W and Eᵀ h a chunk
+  loss.backward();
+  CHECK(hidden.grad().defined());
+  at::removeCallback(handle);
+}
+
 TEST_CASE("under autocast the loss's products run in the autocast dtype, within bf16 tolerance of float64") {
   torch::manual_seed(5);
   const int64_t rows = 64, width = 32, vocab = 301;
