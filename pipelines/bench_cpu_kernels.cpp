@@ -24,6 +24,7 @@
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
 #include "lib/model/loss_tuning.h"
+#include "lib/model/runtime.h"
 
 namespace {
 
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS]\n");
     return 2;
   }
+  sg::tune_allocator();  // the heap as sg-train has it: buffers reused, not faulted in afresh per chunk
   std::printf("# %s; %d threads; row kernels:", sg::cpu_model_name().c_str(), at::get_num_threads());
   const auto kernels = sg::exp_shifted_rows_kernels();
   for (const auto& k : kernels) std::printf(" %s", k.c_str());
