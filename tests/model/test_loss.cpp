@@ -66,11 +66,13 @@ TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), valu
 // stays on: the loss must then do the logits product alone, not the two gradient products too.
 // Counted through ATen's operator callbacks on the plain plan (every product an ATen op).
 namespace {
-std::atomic<int> products{0};  // the ATen matrix products seen by count_products
+std::atomic<int> products{0};       // the ATen matrix products seen by count_products
+std::atomic<int> accumulations{0};  // of which in-place ones (dweight += Eᵀ h: gradients only)
 
 std::unique_ptr<at::ObserverContext> count_products(const at::RecordFunction& call) {
   const std::string name = call.name();
   if (name == "aten::mm" || name == "aten::addmm" || name == "aten::addmm_") ++products;
+  if (name == "aten::addmm_") ++accumulations;
   return nullptr;
 }
 }  // namespace
@@ -226,7 +228,18 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   REQUIRE(mkdtemp(folder) != nullptr);
   setenv("SINKGATE_CACHE", folder, 1);
   const std::string cache = std::string(folder) + "/loss-chunks.tsv";
-  const auto chosen = sg::loss_plan(1024, 96, 50257);
+  // Measured under NoGradGuard (validation may be the first loss of a shape), it still times
+  // the gradients, as training runs them: their in-place products show.
+  accumulations = 0;
+  const auto handle =
+      at::addThreadLocalCallback(at::RecordFunctionCallback(count_products).scopes({at::RecordScope::FUNCTION}));
+  sg::LossPlan chosen;
+  {
+    torch::NoGradGuard no_grad;
+    chosen = sg::loss_plan(1024, 96, 50257);
+  }
+  at::removeCallback(handle);
+  CHECK(accumulations.load() > 0);
   const auto allowed = sg::loss_plan_candidates(1024, 50257);
   CHECK(std::any_of(allowed.begin(), allowed.end(), [&](const sg::LossPlan& p) {
     return p.chunk_rows == chosen.chunk_rows && p.packed == chosen.packed;
