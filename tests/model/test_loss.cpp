@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <atomic>
 #include <fstream>
 #include <string>
 
@@ -58,10 +58,6 @@ TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), valu
                  torch::nn::functional::cross_entropy(torch::matmul(h, w.t()), t).item<double>()) < 1e-5);
 }
 
-// On the GPU, bf16 autocast hands the loss float32 hidden states (LayerNorm runs in float32 under
-// autocast) and float32 weights; the products must still run in bf16, as autocast would run them
-// (a float32 product there forgoes the tensor cores). CPU autocast shows the same rule here: the
-// error against float64 is bf16's (well above float32's), and within bf16's tolerance.
 // Validation runs the loss under NoGradGuard with the model's parameters, whose requires_grad
 // stays on: the loss must then do the logits product alone, not the two gradient products too.
 // Counted through ATen's operator callbacks on the plain plan (every product an ATen op).
@@ -103,6 +99,10 @@ TEST_CASE("without grad mode the loss runs one matrix product a chunk, with it t
   at::removeCallback(handle);
 }
 
+// On the GPU, bf16 autocast hands the loss float32 hidden states (LayerNorm runs in float32 under
+// autocast) and float32 weights; the products must still run in bf16, as autocast would run them
+// (a float32 product there forgoes the tensor cores). CPU autocast shows the same rule here: the
+// error against float64 is bf16's (well above float32's), and within bf16's tolerance.
 TEST_CASE("under autocast the loss's products run in the autocast dtype, within bf16 tolerance of float64") {
   torch::manual_seed(5);
   const int64_t rows = 64, width = 32, vocab = 301;
