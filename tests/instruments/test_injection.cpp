@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
@@ -183,7 +184,12 @@ TEST_CASE("the battery agrees with a float64 reference written here (rank, cutof
       model->set_hooks(nullptr);
     }
     const auto& got = find(result, sg::JunkType::own_direction, sg::Cutoff::q25, dose);
-    CHECK(std::abs(result.clean_loss - clean) < 1e-12);
+    // The same loss on the same batches, but not bit for bit: MKL's float64 products are not
+    // reproducible from run to run (their paths depend on the buffers' alignment; MKL_CBWR), and
+    // under load (ctest -j 2) the two computations differed by more than 1e-12 in two of about
+    // thirty runs on 2026-12-02. A wrong batch or configuration would differ by ~1e-2.
+    INFO(std::setprecision(17) << "battery " << result.clean_loss << ", reference " << clean);
+    CHECK(std::abs(result.clean_loss - clean) < 1e-10);
     CHECK(std::abs((got.loss - result.clean_loss) - (corrupted - clean)) < 1e-10);
     CHECK(std::abs(corrupted - clean) > 1e-4);  // the corruption did something
   }
