@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/model/cpu_gemm.h"
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
 #include "lib/model/loss_tuning.h"
@@ -46,8 +47,9 @@ int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 2048, width = argc > 2 ? std::atoll(argv[2]) : 256;
   const int64_t vocab = argc > 3 ? std::atoll(argv[3]) : 50257;
   const int rounds = argc > 4 ? std::atoi(argv[4]) : 5;
+  const std::string only = argc > 5 ? argv[5] : "";  // products, rows or loss: that section alone
   if (rows < 1 || width < 1 || vocab < 1 || rounds < 1) {
-    std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS]\n");
+    std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS [products|rows|loss]]\n");
     return 2;
   }
   sg::tune_allocator();  // the heap as sg-train has it: buffers reused, not faulted in afresh per chunk
@@ -57,7 +59,58 @@ int main(int argc, char** argv) {
   std::printf("%s; MKL packed GEMM %s\n", kernels.empty() ? " none" : "",
               sg::PackedRightOperand::available() ? "present" : "absent");
 
+  // The loss's three products for one chunk of up to 1,024 rows, as GFLOP/s: torch::mm (MKL as
+  // it runs here) against gemm_avx512 (lib/model/cpu_gemm.h), with the largest difference.
+  if (only.empty() || only == "products") {
+    torch::manual_seed(0);
+    const int64_t n = std::min<int64_t>(rows, 1024);
+    const auto h = torch::randn({n, width}), w = torch::randn({vocab, width}) * 0.02;
+    const auto e = torch::rand({n, vocab}), hs = torch::randn({n, width});
+    struct Product {
+      const char* name;
+      int64_t m, n, k;
+      std::function<torch::Tensor()> reference;
+      std::function<void(torch::Tensor&)> own;
+    };
+    std::vector<Product> products{
+        {"logits h Wt", n, vocab, width, [&] { return torch::mm(h, w.t()); },
+         [&](torch::Tensor& c) {
+           sg::gemm_avx512(n, vocab, width, {h.data_ptr<float>(), width, 1}, {w.data_ptr<float>(), 1, width},
+                           c.data_ptr<float>(), vocab, false);
+         }},
+        {"E W", n, width, vocab, [&] { return torch::mm(e, w); },
+         [&](torch::Tensor& c) {
+           sg::gemm_avx512(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w.data_ptr<float>(), width, 1},
+                           c.data_ptr<float>(), width, false);
+         }},
+        {"Et hs", vocab, width, n, [&] { return torch::mm(e.t(), hs); },
+         [&](torch::Tensor& c) {
+           sg::gemm_avx512(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {hs.data_ptr<float>(), width, 1},
+                           c.data_ptr<float>(), width, false);
+         }},
+    };
+    std::printf("the loss's products, %lld-row chunk (GFLOP/s, median of %d rounds):\n", static_cast<long long>(n), rounds);
+    for (auto& p : products) {
+      const double flop = 2.0 * p.m * p.n * p.k;
+      std::vector<double> mm, own;
+      torch::Tensor expected, got = torch::empty({p.m, p.n});
+      for (int round = 0; round <= rounds; ++round) {
+        const double t_mm = seconds_of([&] { expected = p.reference(); });
+        const double t_own = sg::has_avx512_gemm() ? seconds_of([&] { p.own(got); }) : 0.0;
+        if (round > 0) mm.push_back(t_mm), own.push_back(t_own);
+      }
+      if (sg::has_avx512_gemm())
+        std::printf("  %-12s torch::mm %6.1f  gemm_avx512 %6.1f  (max |difference| %.2e)\n", p.name, flop / median(mm) / 1e9,
+                    flop / median(own) / 1e9, (got - expected).abs().max().item<double>());
+      else
+        std::printf("  %-12s torch::mm %6.1f  gemm_avx512 absent\n", p.name, flop / median(mm) / 1e9);
+    }
+  }
+
+  if (only == "products") return 0;
+
   // The row pass, on fresh copies of the same logits (the copy is not timed).
+  if (only.empty() || only == "rows") {
   torch::manual_seed(0);
   const auto logits = torch::randn({rows, vocab}) * 3;
   auto x = torch::empty_like(logits);
@@ -87,6 +140,8 @@ int main(int argc, char** argv) {
   for (size_t p = 0; p < passes.size(); ++p)
     std::printf("  %s %.1f ms", passes[p].c_str(), median(pass_times[p]) * 1e3);
   std::printf("\n");
+  }
+  if (only == "rows") return 0;
 
   // The whole loss under every plan, as a ratio to the reference plan in the same round.
   const auto plans = sg::loss_plan_candidates(rows, vocab);
@@ -111,11 +166,11 @@ int main(int argc, char** argv) {
               static_cast<long long>(rows), static_cast<long long>(width), static_cast<long long>(vocab), rounds);
   for (size_t p = 0; p < plans.size(); ++p)
     std::printf("  %5lld rows %-6s %8.1f ms  %.3f (%.3f-%.3f)%s\n", static_cast<long long>(plans[p].chunk_rows),
-                plans[p].packed ? "packed" : "plain", median(times[p]) * 1e3, median(ratios[p]),
+                sg::loss_products_name(plans[p].products), median(times[p]) * 1e3, median(ratios[p]),
                 *std::min_element(ratios[p].begin(), ratios[p].end()),
                 *std::max_element(ratios[p].begin(), ratios[p].end()), p == 0 ? "  (reference)" : "");
   const auto chosen = sg::loss_plan(rows, width, vocab);
   std::printf("sg-train's plan for this shape here: %lld rows %s\n", static_cast<long long>(chosen.chunk_rows),
-              chosen.packed ? "packed" : "plain");
+              sg::loss_products_name(chosen.products));
   return 0;
 }

@@ -213,6 +213,8 @@ __attribute__((target("avx2,fma"))) double exp_shifted_row_avx2(float* x, int64_
 
 void enable_cpu_kernels(bool enabled) { kernels_enabled = enabled; }
 
+bool cpu_kernels_enabled() { return kernels_enabled; }
+
 void limit_cpu_kernels_to_avx2(bool limited) { capped_at_avx2 = limited; }
 
 bool PackedRightOperand::available() { return kernels_enabled && mkl().found(); }

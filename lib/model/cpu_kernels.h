@@ -17,6 +17,9 @@ namespace sg {
 /// starts the process with them off.
 void enable_cpu_kernels(bool enabled);
 
+/// Whether the fast paths are on (enable_cpu_kernels, SG_CPU_KERNELS).
+bool cpu_kernels_enabled();
+
 /// A right-hand GEMM operand op(B) (k × n, row-major storage) packed once and multiplied by many
 /// left-hand matrices: c (m × n) = a (m × k) · op(B), float32, row-major, on torch's threads.
 /// Packing is done by MKL's cblas_sgemm_pack, looked up in the loaded torch library; where that

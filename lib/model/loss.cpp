@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "lib/model/cpu_gemm.h"
 #include "lib/model/cpu_kernels.h"
 
 namespace sg {
@@ -25,7 +26,7 @@ using torch::indexing::Slice;
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
-                               torch::Tensor targets, int64_t chunk_rows, bool packed) {
+                               torch::Tensor targets, int64_t chunk_rows, int64_t products) {
     const int64_t rows = hidden.size(0), vocab = weight.size(0);
     // apply() runs this with grad mode off whatever the caller's, so the inputs' flags say whether
     // a gradient will be asked for; linear_cross_entropy detaches them where the caller's grad
@@ -50,16 +51,19 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       grad_hidden = torch::empty_like(hidden);
       grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
     }
-    // CPU float32: the fast paths of lib/cpu_kernels where they run. The weight is packed once
-    // for every chunk and both products that read it (when the plan says so: on some machines
-    // torch::mm's own packing inside each product is faster); max, exp and sum are one pass over
-    // each row.
+    // CPU float32: the fast paths of lib/cpu_kernels and lib/cpu_gemm where they run. Packed, the
+    // weight is packed once for every chunk and both products that read it; the AVX-512 products
+    // pack their blocks themselves; max, exp and sum are one pass over each row.
     const bool cpu_float =
         !autocast && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
     const bool fused_rows = cpu_float && has_exp_shifted_rows();
     const int64_t width = hidden.size(1);
+    const bool own_products = cpu_float && static_cast<LossProducts>(products) == LossProducts::avx512 && has_avx512_gemm();
+    const auto weight_c = own_products ? weight.contiguous() : weight;
+    const float* w = own_products ? weight_c.data_ptr<float>() : nullptr;  // (V, C) row-major
     std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
-    if (cpu_float && packed && rows > 0 && PackedRightOperand::available()) {
+    if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&
+        PackedRightOperand::available()) {
       const auto w = weight.contiguous();
       const int64_t most_rows = std::min(chunk_rows, rows);
       times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
@@ -71,7 +75,12 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       const auto h = hidden.index({Slice(begin, end)});
       const auto t = targets.index({Slice(begin, end)});
       torch::Tensor logits;  // (n, V)
-      if (times_weight_t) {
+      if (own_products) {
+        const auto h_c = h.contiguous();
+        logits = torch::empty({n, vocab}, hidden.options());
+        gemm_avx512(n, vocab, width, {h_c.data_ptr<float>(), width, 1}, {w, 1, width}, logits.data_ptr<float>(), vocab,
+                    /*accumulate=*/false);
+      } else if (times_weight_t) {
         logits = torch::empty({n, vocab}, hidden.options());
         times_weight_t->multiply(h.contiguous().data_ptr<float>(), width, n, logits.data_ptr<float>(), vocab);
       } else {
@@ -95,7 +104,11 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       const auto h_m = h.to(math);
       const auto e_h = e.to(low);
       torch::Tensor product;  // (n, C)
-      if (times_weight) {
+      if (own_products) {
+        product = torch::empty({n, width}, hidden.options());
+        gemm_avx512(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w, width, 1}, product.data_ptr<float>(), width,
+                    /*accumulate=*/false);
+      } else if (times_weight) {
         product = torch::empty({n, width}, hidden.options());
         times_weight->multiply(e.data_ptr<float>(), vocab, n, product.data_ptr<float>(), width);
       } else {
@@ -104,7 +117,11 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       grad_hidden.index_put_({Slice(begin, end)},
                              (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
       const auto h_scaled = h_m * row_scale;
-      if (low != math) {  // bf16 under autocast
+      if (own_products) {  // dweight (V, C) [+]= Eᵀ (V, n) · h_scaled (n, C)
+        const auto scaled = h_scaled.contiguous();
+        gemm_avx512(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {scaled.data_ptr<float>(), width, 1},
+                    grad_weight.data_ptr<float>(), width, /*accumulate=*/begin > 0);
+      } else if (low != math) {  // bf16 under autocast
         const auto part = torch::matmul(e_h.t(), h_scaled.to(low)).to(math);
         if (begin == 0) grad_weight.copy_(part); else grad_weight.add_(part);
       } else if (begin == 0) {
@@ -144,13 +161,24 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Ten
       chosen.chunk_rows = forced_loss_chunk_rows();
   }
   if (!torch::GradMode::is_enabled())  // no gradient can be asked for: the logits product alone
-    return LinearCrossEntropy::apply(hidden.detach(), weight.detach(), targets, chosen.chunk_rows, chosen.packed);
-  return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows, chosen.packed);
+    return LinearCrossEntropy::apply(hidden.detach(), weight.detach(), targets, chosen.chunk_rows,
+                                     static_cast<int64_t>(chosen.products));
+  return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows,
+                                     static_cast<int64_t>(chosen.products));
 }
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows) {
-  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, /*packed=*/true});
+  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, LossProducts::packed});
+}
+
+const char* loss_products_name(LossProducts products) {
+  switch (products) {
+    case LossProducts::plain: return "plain";
+    case LossProducts::packed: return "packed";
+    case LossProducts::avx512: return "avx512";
+  }
+  return "plain";
 }
 
 }  // namespace sg

@@ -4,13 +4,22 @@
 
 namespace sg {
 
-/// How the loss runs: rows of logits a chunk (0: automatic, as below) and, for CPU float32,
-/// whether the weight goes through MKL's packed GEMM (packed once a call for every chunk) or
-/// through plain torch::mm (which packs it inside each product). Which is faster depends on the
-/// machine (loss_tuning.h); both compute the same loss and gradients.
+/// What runs the CPU float32 loss's three matrix products (each computes the same loss and
+/// gradients; which is fastest depends on the machine, loss_tuning.h).
+enum class LossProducts {
+  plain,   // torch::mm, which packs the weight inside each product
+  packed,  // MKL's packed GEMM (cpu_kernels.h), the weight packed once a call for every chunk
+  avx512,  // the loss's own AVX-512 product (cpu_gemm.h): for CPUs where MKL runs narrower kernels
+};
+
+/// "plain", "packed" or "avx512".
+const char* loss_products_name(LossProducts products);
+
+/// How the loss runs: rows of logits a chunk (0: automatic, as below) and, for CPU float32, what
+/// runs the products. A choice that cannot run here (no MKL, no AVX-512) runs as plain.
 struct LossPlan {
   int64_t chunk_rows = 0;
-  bool packed = true;
+  LossProducts products = LossProducts::packed;
 };
 
 /// Mean cross-entropy (nats) of logits = hidden · weightᵀ against targets, computed in chunks
@@ -24,7 +33,7 @@ struct LossPlan {
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows = 0);
 
-/// The same with the plan given whole (plan.chunk_rows 0: automatic; plan.packed where it runs).
+/// The same with the plan given whole (plan.chunk_rows 0: automatic; plan.products where they run).
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, const LossPlan& plan);
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "lib/base/log.h"
+#include "lib/model/cpu_gemm.h"
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
 #include "lib/text/tokenizer.h"
@@ -30,14 +31,23 @@ constexpr int64_t kMostLogitBytes = int64_t{512} << 20;  // one chunk's float lo
 std::string cache_path() { return cache_folder() + "/loss-chunks.tsv"; }
 
 std::string describe(const LossPlan& plan) {
-  return std::to_string(plan.chunk_rows) + (plan.packed ? " rows packed" : " rows plain");
+  return std::to_string(plan.chunk_rows) + " rows " + loss_products_name(plan.products);
 }
 
-/// Which fast paths run: the row kernel's instruction set and MKL's packed GEMM, or "portable".
+/// Which fast paths run: the row kernel's instruction set, MKL's packed GEMM and the AVX-512
+/// products, or "portable".
 std::string fast_paths() {
   std::string paths = exp_shifted_rows_isa();
   if (PackedRightOperand::available()) paths += paths.empty() ? "mkl-packed" : "+mkl-packed";
+  if (has_avx512_gemm()) paths += paths.empty() ? "avx512-gemm" : "+avx512-gemm";
   return paths.empty() ? "portable" : paths;
+}
+
+/// The products named `name` ("plain", "packed", "avx512"), or none.
+std::optional<LossProducts> products_named(const std::string& name) {
+  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512})
+    if (name == loss_products_name(products)) return products;
+  return std::nullopt;
 }
 
 /// The cached plan for `key` (a tab-joined line prefix; the last line of it wins), or none.
@@ -47,14 +57,15 @@ std::optional<LossPlan> read_cached(const std::string& key) {
   std::optional<LossPlan> found;
   while (std::getline(in, line)) {
     if (line.size() <= key.size() || line.compare(0, key.size(), key) != 0 || line[key.size()] != '\t') continue;
-    // "<chunk>\t<packed|plain>"; lines of older versions (a chunk alone) are measured again.
+    // "<chunk>\t<plain|packed|avx512>"; lines of older versions (a chunk alone) are measured again.
     std::istringstream fields(line.substr(key.size() + 1));
     std::string chunk, packing, rest;
     if (!std::getline(fields, chunk, '\t') || !std::getline(fields, packing, '\t') || std::getline(fields, rest)) continue;
-    if (packing != "packed" && packing != "plain") continue;
+    const auto products = products_named(packing);
+    if (!products) continue;
     try {
       const long long rows = std::stoll(chunk);
-      if (rows > 0) found = LossPlan{rows, packing == "packed"};
+      if (rows > 0) found = LossPlan{rows, *products};
     } catch (const std::exception&) {
     }
   }
@@ -71,7 +82,7 @@ void write_cached(const std::string& key, const LossPlan& plan) {
   }
   std::string text = content.str();
   if (!text.empty() && text.back() != '\n') text += '\n';
-  text += key + "\t" + std::to_string(plan.chunk_rows) + "\t" + (plan.packed ? "packed" : "plain") + "\n";
+  text += key + "\t" + std::to_string(plan.chunk_rows) + "\t" + loss_products_name(plan.products) + "\n";
   const std::string temporary = cache_path() + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
@@ -148,7 +159,8 @@ size_t measure(const std::vector<LossPlan>& candidates, int64_t rows, int64_t wi
 int64_t default_loss_chunk_rows(int64_t vocab) { return std::max<int64_t>(64, (int64_t{1} << 24) / std::max<int64_t>(1, vocab)); }
 
 LossPlan reference_plan(int64_t rows, int64_t vocab) {
-  return {std::min(rows, default_loss_chunk_rows(vocab)), /*packed=*/PackedRightOperand::available()};
+  return {std::min(rows, default_loss_chunk_rows(vocab)),
+          PackedRightOperand::available() ? LossProducts::packed : LossProducts::plain};
 }
 
 std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
@@ -171,9 +183,12 @@ std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab) {
   const auto chunks = loss_chunk_candidates(rows, vocab);
   if (packing)
     for (const int64_t n : chunks)
-      if (n != reference.chunk_rows) plans.push_back({n, /*packed=*/true});
+      if (n != reference.chunk_rows) plans.push_back({n, LossProducts::packed});
   for (const int64_t n : chunks)  // plain: the long chunks (torch::mm packs per product), or all but the reference
-    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, /*packed=*/false});
+    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, LossProducts::plain});
+  if (has_avx512_gemm())  // the AVX-512 products pack per block: the long chunks
+    for (const int64_t n : chunks)
+      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512});
   return plans;
 }
 
@@ -195,10 +210,21 @@ int64_t forced_loss_chunk_rows() {
 LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   const LossPlan reference = reference_plan(rows, vocab);
   const int64_t forced_rows = forced_loss_chunk_rows();
+  std::optional<LossProducts> forced_products;
+  if (const char* named = std::getenv("SG_LOSS_PRODUCTS"); named && *named) {
+    forced_products = products_named(named);
+    if (!forced_products) {
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        log::info("sinkgate: warning: SG_LOSS_PRODUCTS='" + std::string(named) + "' is not plain, packed or avx512; ignored");
+      });
+    }
+  }
   const std::string forced_packing = std::getenv("SG_LOSS_PACKED") ? std::getenv("SG_LOSS_PACKED") : "";
-  const bool packing_forced = forced_packing == "0" || forced_packing == "1";
-  if (forced_rows > 0 || packing_forced)
-    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, packing_forced ? forced_packing == "1" : reference.packed};
+  if (!forced_products && (forced_packing == "0" || forced_packing == "1"))
+    forced_products = forced_packing == "1" ? LossProducts::packed : LossProducts::plain;
+  if (forced_rows > 0 || forced_products)
+    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, forced_products ? *forced_products : reference.products};
   const char* tuning = std::getenv("SG_LOSS_TUNING");
   if ((tuning && std::string(tuning) == "0") ||
       static_cast<double>(rows) * static_cast<double>(width) * static_cast<double>(vocab) < kMeasureAbove)

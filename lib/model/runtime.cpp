@@ -1,10 +1,14 @@
 // runtime.cpp — device parsing, threads, the heap, autocast, the model tools' wrapper.
 #include "lib/model/runtime.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <malloc.h>
 
+#include <algorithm>
+#include <atomic>
 #include <climits>
+#include <vector>
 
 #include "lib/base/error.h"
 
@@ -49,6 +53,18 @@ void tune_allocator() {
 void set_threads(int64_t threads) {
   if (threads < 0) throw UsageError("--threads must be >= 0");
   if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+}
+
+int64_t parallel_for_threads() {
+  const int64_t threads = at::get_num_threads();
+  std::vector<std::atomic<int>> seen(static_cast<size_t>(threads));
+  at::parallel_for(0, threads, /*grain_size=*/1, [&](int64_t, int64_t) {
+    const int64_t id = at::get_thread_num();
+    if (id >= 0 && id < threads) seen[static_cast<size_t>(id)] = 1;
+  });
+  int64_t distinct = 0;
+  for (const auto& s : seen) distinct += s.load();
+  return std::max<int64_t>(1, distinct);
 }
 
 AutocastGuard::AutocastGuard(const torch::Device& device) : enabled_(device.is_cuda()) {

@@ -27,6 +27,11 @@ void tune_allocator();
 /// Sets LibTorch's intra-op threads (0: keep LibTorch's default, all cores).
 void set_threads(int64_t threads);
 
+/// How many distinct threads an at::parallel_for compiled into lib/ runs its parts on (at most
+/// torch::get_num_threads()). 1 where lib/ was compiled without OpenMP: at::parallel_for is a
+/// header template that runs serially then, whatever the thread count.
+int64_t parallel_for_threads();
+
 /// While alive, matrix multiplications on CUDA run under bf16 autocast (App. A); the gate
 /// maths are written to stay in float32 regardless. A no-op on the CPU.
 class AutocastGuard {

@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
+#include "lib/model/cpu_gemm.h"
 #include "lib/model/cpu_kernels.h"
 #include "lib/model/loss.h"
 #include "lib/model/loss_tuning.h"
@@ -80,7 +81,7 @@ TEST_CASE("without grad mode the loss runs one matrix product a chunk, with it t
   const auto hidden = torch::randn({96, 16}).requires_grad_(true);
   const auto weight = torch::randn({300, 16}).requires_grad_(true);
   const auto targets = torch::randint(300, {96}, torch::kLong);
-  const sg::LossPlan plan{/*chunk_rows=*/32, /*packed=*/false};
+  const sg::LossPlan plan{/*chunk_rows=*/32, sg::LossProducts::plain};
   const auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden.detach().to(torch::kDouble),
                                                                       weight.detach().to(torch::kDouble).t()), targets);
   products = 0;
@@ -185,13 +186,19 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   const auto plans = sg::loss_plan_candidates(rows, vocab);
   REQUIRE(!plans.empty());
   CHECK(plans[0].chunk_rows == 333);  // the reference first
+  const auto count = [&](sg::LossProducts products) {
+    return std::count_if(plans.begin(), plans.end(), [&](const sg::LossPlan& p) { return p.products == products; });
+  };
+  const int64_t own = sg::has_avx512_gemm() ? 2 : 0;  // AVX-512 products 512, 700
+  if (!own) WARN("no AVX-512F on this CPU: the AVX-512 products' plans are not tested here");
   if (sg::PackedRightOperand::available()) {
-    CHECK(plans.size() == 6);  // packed 333, 256, 512, 700; plain 512, 700
-    CHECK(plans[0].packed);
-    CHECK(std::count_if(plans.begin(), plans.end(), [](const sg::LossPlan& p) { return !p.packed; }) == 2);
+    CHECK(plans.size() == static_cast<size_t>(6 + own));  // packed 333, 256, 512, 700; plain 512, 700
+    CHECK(plans[0].products == sg::LossProducts::packed);
+    CHECK(count(sg::LossProducts::plain) == 2);
   } else {
-    CHECK(plans.size() == 4);  // plain only
+    CHECK(plans.size() == static_cast<size_t>(4 + own));  // plain 256, 333, 512, 700
   }
+  CHECK(count(sg::LossProducts::avx512) == own);
   torch::manual_seed(5);
   const auto hidden0 = torch::randn({rows, width}) * 2;
   const auto weight0 = torch::randn({vocab, width});
@@ -201,7 +208,7 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
   ref.backward();
   for (const auto& plan : plans) {
-    INFO("chunk rows " << plan.chunk_rows << ", packed " << plan.packed);
+    INFO("chunk rows " << plan.chunk_rows << ", products " << sg::loss_products_name(plan.products));
     auto hidden = hidden0.clone().requires_grad_(true);
     auto weight = weight0.clone().requires_grad_(true);
     auto loss = sg::linear_cross_entropy(hidden, weight, targets, plan);
@@ -212,13 +219,21 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   }
   // The logits cap: at V = 50257 no candidate above 2,670 rows (512 MB) but the old rule's.
   for (const int64_t n : sg::loss_chunk_candidates(100000, vocab)) CHECK(n * vocab * 4 <= (int64_t{512} << 20));
-  // A small problem keeps the old rule without measuring; SG_LOSS_CHUNK_ROWS and SG_LOSS_PACKED force.
+  // A small problem keeps the old rule without measuring; SG_LOSS_CHUNK_ROWS, SG_LOSS_PACKED and
+  // SG_LOSS_PRODUCTS (which wins over SG_LOSS_PACKED) force.
   CHECK(sg::loss_plan(64, 16, 97).chunk_rows == std::min<int64_t>(64, sg::default_loss_chunk_rows(97)));
   setenv("SG_LOSS_CHUNK_ROWS", "123", 1);
   CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 123);
-  CHECK(sg::loss_plan(4096, 768, 50257).packed);
+  CHECK(sg::loss_plan(4096, 768, 50257).products == sg::reference_plan(4096, 50257).products);
   setenv("SG_LOSS_PACKED", "0", 1);
-  CHECK(!sg::loss_plan(4096, 768, 50257).packed);
+  CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::plain);
+  setenv("SG_LOSS_PRODUCTS", "avx512", 1);
+  CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::avx512);
+  setenv("SG_LOSS_PRODUCTS", "packed", 1);
+  CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::packed);
+  setenv("SG_LOSS_PRODUCTS", "fastest", 1);  // not a name: SG_LOSS_PACKED's choice
+  CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::plain);
+  unsetenv("SG_LOSS_PRODUCTS");
   unsetenv("SG_LOSS_CHUNK_ROWS");
   CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 333);
   unsetenv("SG_LOSS_PACKED");
@@ -241,14 +256,14 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   CHECK(accumulations.load() > 0);
   const auto allowed = sg::loss_plan_candidates(1024, 50257);
   CHECK(std::any_of(allowed.begin(), allowed.end(), [&](const sg::LossPlan& p) {
-    return p.chunk_rows == chosen.chunk_rows && p.packed == chosen.packed;
+    return p.chunk_rows == chosen.chunk_rows && p.products == chosen.products;
   }));
   std::string line, measured_line;
   {
     std::ifstream cached(cache);
     REQUIRE(std::getline(cached, measured_line));
   }
-  CHECK(measured_line.substr(measured_line.rfind('\t') + 1) == (chosen.packed ? "packed" : "plain"));
+  CHECK(measured_line.substr(measured_line.rfind('\t') + 1) == sg::loss_products_name(chosen.products));
   const auto key_end = measured_line.rfind('\t', measured_line.rfind('\t') - 1);
   CHECK(measured_line.substr(key_end + 1, measured_line.rfind('\t') - key_end - 1) == std::to_string(chosen.chunk_rows));
   // Another shape's key with an old-version line (a chunk alone) and then a plan: the last
@@ -259,11 +274,21 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
                             key.substr(key.rfind('\t'));
   {
     std::ofstream out(cache, std::ios::app);
-    out << other << "\t512\n" << other << "\t77\tplain\n" << other << "\tgarbage\tplain\n";
+    out << other << "\t512\n" << other << "\t77\tplain\n" << other << "\tgarbage\tplain\n" << other << "\t99\tfastest\n";
   }
-  const auto read = sg::loss_plan(2048, 96, 50257);
+  auto read = sg::loss_plan(2048, 96, 50257);
   CHECK(read.chunk_rows == 77);
-  CHECK(!read.packed);
+  CHECK(read.products == sg::LossProducts::plain);
+  // The AVX-512 products read back by name too.
+  const std::string third = other.substr(0, other.find('\t', other.find('\t') + 1)) + "\t4096\t96\t50257" +
+                            other.substr(other.rfind('\t'));
+  {
+    std::ofstream out(cache, std::ios::app);
+    out << third << "\t88\tavx512\n";
+  }
+  read = sg::loss_plan(4096, 96, 50257);
+  CHECK(read.chunk_rows == 88);
+  CHECK(read.products == sg::LossProducts::avx512);
   unsetenv("SINKGATE_CACHE");
   std::remove(cache.c_str());
   rmdir(folder);

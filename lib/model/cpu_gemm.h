@@ -1,0 +1,32 @@
+// cpu_gemm.h — the loss's own float32 matrix product in AVX-512, for CPUs where the BLAS in the
+// torch library runs narrower kernels than the CPU can (MKL takes 256-bit paths on AMD CPUs,
+// while Zen 5 executes 512-bit FMAs at full width: twice the rate). A BLIS-style blocked product
+// (packed A and B blocks, a 12 × 32 register tile) split over torch's threads. Whether it beats
+// the BLAS on a machine is measured, not assumed (loss_tuning.h): on a CPU where MKL runs its
+// AVX-512 kernels it is not expected to.
+//
+// Not here: the loss (loss.h), MKL's packed GEMM and the softmax rows (cpu_kernels.h).
+#pragma once
+#include <cstdint>
+
+namespace sg {
+
+/// A float32 matrix read through strides: element (i, j) at data[i * row_stride + j * column_stride].
+/// A row-major (r × c) matrix is {data, c, 1}; its transpose {data, 1, c}.
+struct StridedMatrix {
+  const float* data;
+  int64_t row_stride, column_stride;
+};
+
+/// Whether gemm_avx512 runs here: the CPU has AVX-512F and the CPU fast paths are on
+/// (cpu_kernels.h's enable_cpu_kernels, SG_CPU_KERNELS).
+bool has_avx512_gemm();
+
+/// c (m × n, row-major, row stride ldc) = a (m × k) · b (k × n), or c += a · b when
+/// `accumulate`; float32 products summed in float32 (in blocks of k, as BLAS does). Runs on
+/// torch's threads (at::parallel_for). c must not overlap a or b. Throws std::logic_error
+/// where !has_avx512_gemm().
+void gemm_avx512(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
+                 bool accumulate);
+
+}  // namespace sg

@@ -1,0 +1,105 @@
+// Tests of lib/model/cpu_gemm (the loss's AVX-512 matrix product) against float64 products
+// computed by torch in double, over shapes on and off its tile and block edges, every stride
+// pattern the loss passes (row-major and transposed operands), accumulation, and threads.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "lib/model/cpu_gemm.h"
+#include "lib/model/runtime.h"
+
+namespace {
+
+/// a as a StridedMatrix of its (rows, columns), read through a transposed buffer when `transposed`.
+struct Operand {
+  torch::Tensor storage;  // float32, contiguous
+  sg::StridedMatrix view;
+};
+
+Operand operand(const torch::Tensor& matrix, bool transposed) {
+  if (!transposed) {
+    auto storage = matrix.contiguous();
+    return {storage, {storage.data_ptr<float>(), storage.size(1), 1}};
+  }
+  auto storage = matrix.t().contiguous();  // (columns, rows): element (i, j) at j * rows + i
+  return {storage, {storage.data_ptr<float>(), 1, storage.size(1)}};
+}
+
+}  // namespace
+
+TEST_CASE("gemm_avx512: products against float64 on and off the tile and block edges, every stride pattern") {
+  if (!sg::has_avx512_gemm()) {
+    WARN("no AVX-512F on this CPU: gemm_avx512 not tested (the loss uses MKL or torch::mm)");
+    return;
+  }
+  torch::manual_seed(3);
+  // m around the 12-row tile and the 120-row block, n around the 32-column tile and the
+  // 3,072-column block, k around the 256-deep block.
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes{
+      {1, 1, 1},     {12, 32, 256}, {13, 33, 257}, {11, 31, 255}, {121, 17, 5},
+      {7, 3100, 40}, {250, 64, 600}, {3, 5, 1000}, {240, 96, 512},
+  };
+  for (const auto& [m, n, k] : shapes)
+    for (bool a_transposed : {false, true})
+      for (bool b_transposed : {false, true})
+        for (bool accumulate : {false, true}) {
+          INFO("m " << m << " n " << n << " k " << k << (a_transposed ? " a transposed" : "")
+                    << (b_transposed ? " b transposed" : "") << (accumulate ? " accumulating" : ""));
+          const auto a = torch::randn({m, k}), b = torch::randn({n, k}).t();  // b (k, n)
+          const auto before = torch::randn({m, n + 3});  // c with a row stride wider than its row
+          const auto x = operand(a, a_transposed), y = operand(b, b_transposed);
+          auto c = before.clone();
+          sg::gemm_avx512(m, n, k, x.view, y.view, c.data_ptr<float>(), n + 3, accumulate);
+          auto expected = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
+          if (accumulate) expected += before.narrow(1, 0, n).to(torch::kDouble);
+          const auto got = c.narrow(1, 0, n).to(torch::kDouble);
+          // float32 sums of k products: error ~ k · eps · sum |a_ik b_kj|.
+          const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
+          const double worst = ((got - expected).abs() / scale).max().item<double>();
+          INFO("largest error / (sum |a b| + 1): " << worst);
+          CHECK(worst < 1.2e-7 * static_cast<double>(std::min<int64_t>(k, 256)) + 1e-6);
+          // The padding past each row of c is untouched.
+          CHECK(torch::equal(c.narrow(1, n, 3), before.narrow(1, n, 3)));
+        }
+}
+
+TEST_CASE("gemm_avx512: k = 0 gives zeros, or leaves c as it was when accumulating") {
+  if (!sg::has_avx512_gemm()) return;
+  auto c = torch::ones({4, 5});
+  const float unused = 0.0f;
+  sg::gemm_avx512(4, 5, 0, {&unused, 0, 1}, {&unused, 5, 1}, c.data_ptr<float>(), 5, /*accumulate=*/true);
+  CHECK(torch::equal(c, torch::ones({4, 5})));
+  sg::gemm_avx512(4, 5, 0, {&unused, 0, 1}, {&unused, 5, 1}, c.data_ptr<float>(), 5, /*accumulate=*/false);
+  CHECK(torch::equal(c, torch::zeros({4, 5})));
+}
+
+TEST_CASE("gemm_avx512: the same product on one thread and on several") {
+  if (!sg::has_avx512_gemm()) return;
+  torch::manual_seed(4);
+  const auto a = torch::randn({200, 300}), b = torch::randn({300, 150});
+  const int previous = torch::get_num_threads();
+  std::vector<torch::Tensor> results;
+  for (int threads : {1, 2, 3}) {
+    torch::set_num_threads(threads);
+    auto c = torch::empty({200, 150});
+    sg::gemm_avx512(200, 150, 300, {a.data_ptr<float>(), 300, 1}, {b.data_ptr<float>(), 150, 1}, c.data_ptr<float>(),
+                    150, false);
+    results.push_back(c);
+  }
+  torch::set_num_threads(previous);
+  // Each element's sum runs in the same order whichever thread computes it.
+  CHECK(torch::equal(results[0], results[1]));
+  CHECK(torch::equal(results[0], results[2]));
+}
+
+TEST_CASE("lib/ is built with OpenMP: its at::parallel_for runs on torch's threads") {
+  const int previous = torch::get_num_threads();
+  torch::set_num_threads(2);
+  const int64_t used = sg::parallel_for_threads();
+  torch::set_num_threads(previous);
+  // Without -fopenmp, at::parallel_for (a header template) runs serially in lib/'s code.
+  CHECK(used == 2);
+}
