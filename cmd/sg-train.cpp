@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
   parser.option("--dist-timeout", options.dist_timeout,
                 "data parallelism: seconds the ranks wait for each other (rendezvous, every collective)");
   parser.footer("Environment: SG_CPU_KERNELS=0 turns off the CPU fast paths of the float32 loss (MKL's packed GEMM, "
-                "the AVX-512 or AVX2 softmax rows; =avx2 caps them at AVX2); the same arithmetic then runs through "
-                "torch::mm and ATen. SG_LOSS_CHUNK_ROWS=N and SG_LOSS_PACKED=0|1 set the CPU loss's plan instead of "
+                "the AVX-512 products, the AVX-512 or AVX2 softmax rows; =avx2 caps the rows at AVX2); the same "
+                "arithmetic then runs through torch::mm and ATen. SG_LOSS_CHUNK_ROWS=N and "
+                "SG_LOSS_PRODUCTS=plain|packed|avx512 (or SG_LOSS_PACKED=0|1) set the CPU loss's plan instead of "
                 "measuring it once per machine (SG_LOSS_TUNING=0: the fixed rule). Data parallelism: "
                 "launched by torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, "
                 "SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_NODELIST), sg-train runs as one rank: NCCL with --device cuda "

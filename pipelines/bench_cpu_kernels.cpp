@@ -1,6 +1,9 @@
 // bench_cpu_kernels.cpp — the CPU float32 loss's pieces on this machine, timed (never by ctest).
 //
 // Times, in interleaved rounds so that a drift of the machine's speed touches every candidate:
+//   - the CPU's FMA peak in 256- and 512-bit registers, and the loss's three matrix products for
+//     a chunk of up to 1,024 rows under torch::mm and under the loss's own AVX-512 product
+//     (lib/model/cpu_gemm.h), as GFLOP/s: whether the BLAS runs as wide as the CPU can;
 //   - the softmax row pass over ROWS x V float32 logits: the AVX-512 kernel, the AVX2 kernel
 //     (lib/model/cpu_kernels.h; each where the CPU has it) and ATen's four sweeps (amax, sub_,
 //     exp_, sum) that run where neither does;
@@ -11,6 +14,14 @@
 // bench_cpu_kernels. Run (V = 50,257 and the rows and width of tier cpu by default):
 //   build/bin/bench_cpu_kernels                       # 2,048 x 256 x 50,257, 5 rounds
 //   build/bin/bench_cpu_kernels 1024 768 50257 3      # rows width vocab rounds
+//   build/bin/bench_cpu_kernels 2048 256 50257 3 products   # one section: products, rows or loss
+// GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
+// pass-through operands) wherever they are inlined; the warnings say nothing about this file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <ATen/Parallel.h>
+#include <immintrin.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -33,6 +44,51 @@ double seconds_of(const std::function<void()>& work) {
   const auto start = std::chrono::steady_clock::now();
   work();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// FLOP/s of independent FMA chains in 512-bit (`wide`) or 256-bit registers on every thread: the
+/// CPU's float32 peak for code of that width (how many FMAs a cycle it retires, at its clock).
+__attribute__((target("avx512f"))) double fma_chains_512(int64_t iterations) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_set1_ps(1.0f);
+  const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iterations; ++i)
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) acc[k] = _mm512_fmadd_ps(acc[k], b, c);
+  float sum = 0;
+  for (auto& a : acc) sum += _mm512_reduce_add_ps(a);
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) double fma_chains_256(int64_t iterations) {
+  __m256 acc[12];
+  for (auto& a : acc) a = _mm256_set1_ps(1.0f);
+  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iterations; ++i)
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) acc[k] = _mm256_fmadd_ps(acc[k], b, c);
+  __m256 total = acc[0];
+  for (int k = 1; k < 12; ++k) total = _mm256_add_ps(total, acc[k]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, total);
+  return lanes[0];
+}
+
+/// The best of five runs (the first ones also wake the threads and raise the clock).
+double fma_peak(bool wide) {
+  const int64_t iterations = 10000000, threads = at::get_num_threads();
+  std::vector<double> sink(static_cast<size_t>(threads));
+  double best = 0;
+  for (int run = 0; run < 5; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        sink[static_cast<size_t>(t)] = wide ? fma_chains_512(iterations) : fma_chains_256(iterations);
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, static_cast<double>(threads) * iterations * 12 * (wide ? 16 : 8) * 2 / seconds);
+  }
+  return best;
 }
 
 double median(std::vector<double> values) {
@@ -62,6 +118,11 @@ int main(int argc, char** argv) {
   // The loss's three products for one chunk of up to 1,024 rows, as GFLOP/s: torch::mm (MKL as
   // it runs here) against gemm_avx512 (lib/model/cpu_gemm.h), with the largest difference.
   if (only.empty() || only == "products") {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      std::printf("FMA peak on %d threads: %.1f GFLOP/s in 256-bit registers", at::get_num_threads(), fma_peak(false) / 1e9);
+      if (__builtin_cpu_supports("avx512f")) std::printf(", %.1f in 512-bit", fma_peak(true) / 1e9);
+      std::printf("\n");
+    }
     torch::manual_seed(0);
     const int64_t n = std::min<int64_t>(rows, 1024);
     const auto h = torch::randn({n, width}), w = torch::randn({vocab, width}) * 0.02;

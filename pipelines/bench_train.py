@@ -12,7 +12,9 @@ vocabulary of 50,257) and the same number of threads:
                   environment: what a user who sets nothing gets;
   fp32 peak       the best torch.mm rate (square fp32 matrices, same threads): the machine's
                   attainable fp32 matmul peak, against which the model FLOP/s are set (and one
-                  core's, per CPU second, for --cpu-time).
+                  core's, per CPU second, for --cpu-time). Where MKL runs narrower kernels than
+                  the CPU can (256-bit on AMD's Zen 5), sg-train's own AVX-512 products outrun it
+                  and "% peak" passes 100; build/bin/bench_cpu_kernels prints the FMA peak.
 Eager draws its batches as sg-train does, random context windows of the same token file's
 training split (the tokens do not change the work, only its realism). Step times: sg-train's from
 its run file (curves/tokens_per_second, one value per optimizer step, timing the step only),
@@ -418,6 +420,9 @@ def main():
               f"{100 * (row['relative_to_baseline'] - 1):+7.1f}%{cpu} {row['load_average']:5.2f}")
     say("# s/step: median over rounds of each run's median step (wall clock); spread: (max - min) over rounds / "
           "median; load: 1-minute load average around the runs")
+    if any(row["fraction_of_peak"] > 1 for row in rows.values()):
+        say("# % peak above 100: torch.mm (MKL) runs narrower kernels than this CPU can, and sg-train's loss runs "
+            "its own AVX-512 products; build/bin/bench_cpu_kernels prints the CPU's FMA peak")
     if args.cpu_time:
         say("# CPU s: core-seconds (user + system) per step after the first --skip, median over rounds; eager's "
               "from its steps, sg-train's as the difference of a --steps and a --skip run; % core: model FLOP per "

@@ -9,7 +9,9 @@
 //   - packed, in chunks of the old fixed rule max(64, 2^24 / V) (the reference) and of the powers
 //     of two from 256 up to all the rows, no chunk's logits above 512 MB;
 //   - plain torch::mm, in the chunks of 512 rows and more (and all the rows);
-// (only plain ones where the packed GEMM is absent). A warm-up, then three rounds: the first
+//   - the loss's own AVX-512 products (cpu_gemm.h), in the same long chunks, where the CPU has
+//     AVX-512F: on CPUs where MKL runs 256-bit kernels (AMD's) they are up to twice as fast;
+// (only plain ones where neither the packed GEMM nor AVX-512 is present). A warm-up, then three rounds: the first
 // times every candidate, the next two the reference and the three fastest of the first. Each time
 // is divided by the reference's in the same round, so that the drift of a shared machine's speed
 // (±15 % between runs here) cancels, and a candidate replaces the reference only when it was
@@ -17,8 +19,9 @@
 // the process and in cache_folder()/loss-chunks.tsv, keyed by the CPU model, the thread count,
 // the shape and which CPU fast paths run (cpu_kernels.h), so that a machine measures once (about 12 s at
 // tier cpu on two threads).
-// SG_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and SG_LOSS_PACKED=0|1
-// the packing; either one skips the measurement (the other keeps the reference's value).
+// SG_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and
+// SG_LOSS_PRODUCTS=plain|packed|avx512 the products (SG_LOSS_PACKED=0|1: plain or packed, where
+// SG_LOSS_PRODUCTS is unset); either one skips the measurement (the other keeps the reference's value).
 // SG_LOSS_TUNING=0 keeps the reference.
 // Every candidate computes the same loss and gradients (tests/model/test_loss.cpp).
 //
