@@ -55,31 +55,70 @@ PackBuffers& thread_buffers() {
   return buffers;
 }
 
+/// The 16 columns of 12 rows (v[0..11], 16 floats each) as 16 vectors of those rows: on return
+/// v[j] holds (row 0 [j], …, row 11 [j], 0, 0, 0, 0). Per 128-bit lane, pairs then quadruples of
+/// rows interleave (unpack); then the lanes transpose across vectors (shuffle_f32x4).
+__attribute__((target("avx512f"), always_inline)) inline void transpose_12x16(__m512 v[16]) {
+  __m512 quads[4][4];  // quads[g][c]: lane L holds rows 4g..4g+3 of column 4L + c
+  for (int g = 0; g < 3; ++g) {
+    const __m512 t0 = _mm512_unpacklo_ps(v[4 * g], v[4 * g + 1]), t1 = _mm512_unpackhi_ps(v[4 * g], v[4 * g + 1]);
+    const __m512 t2 = _mm512_unpacklo_ps(v[4 * g + 2], v[4 * g + 3]), t3 = _mm512_unpackhi_ps(v[4 * g + 2], v[4 * g + 3]);
+    quads[g][0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    quads[g][1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    quads[g][2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    quads[g][3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int c = 0; c < 4; ++c) {
+    const __m512 x0 = _mm512_shuffle_f32x4(quads[0][c], quads[1][c], 0x44);  // lanes 0, 1 of groups 0, 1
+    const __m512 x1 = _mm512_shuffle_f32x4(quads[0][c], quads[1][c], 0xEE);  // lanes 2, 3
+    const __m512 x2 = _mm512_shuffle_f32x4(quads[2][c], zero, 0x44);
+    const __m512 x3 = _mm512_shuffle_f32x4(quads[2][c], zero, 0xEE);
+    v[c] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+    v[4 + c] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+    v[8 + c] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+    v[12 + c] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+  }
+}
+
 /// a's block (rows [i0, i0 + mc), columns [k0, k0 + kc)) as ceil(mc / MR) panels of kc × MR
 /// (element (r, k) of a panel at k * MR + r), rows past mc zero.
-void pack_a(const StridedMatrix& a, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* out) {
+__attribute__((target("avx512f"), noinline)) void pack_a(const StridedMatrix& a, int64_t i0, int64_t mc, int64_t k0,
+                                                        int64_t kc, float* out) {
+  constexpr __mmask16 tile_lanes = (1u << kTileRows) - 1;
   for (int64_t t = 0; t < mc; t += kTileRows) {
     const int64_t rows = std::min(kTileRows, mc - t);
     float* panel = out + t * kc;
-    if (rows < kTileRows) std::memset(panel, 0, sizeof(float) * kc * kTileRows);
     if (a.row_stride == 1) {  // a column-major: each k's rows are contiguous
+      const __mmask16 present = static_cast<__mmask16>((1u << rows) - 1);
+      const float* source = a.data + k0 * a.column_stride + i0 + t;
       for (int64_t k = 0; k < kc; ++k)
-        std::memcpy(panel + k * kTileRows, a.data + (k0 + k) * a.column_stride + i0 + t, sizeof(float) * rows);
-    } else {
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* source = a.data + (i0 + t + r) * a.row_stride + k0 * a.column_stride;
-        if (a.column_stride == 1)
-          for (int64_t k = 0; k < kc; ++k) panel[k * kTileRows + r] = source[k];
-        else
-          for (int64_t k = 0; k < kc; ++k) panel[k * kTileRows + r] = source[k * a.column_stride];
+        _mm512_mask_storeu_ps(panel + k * kTileRows, tile_lanes,
+                              _mm512_maskz_loadu_ps(present, source + k * a.column_stride));
+    } else if (a.column_stride == 1) {  // row-major: 16 columns of the 12 rows at a time, transposed
+      const float* source = a.data + (i0 + t) * a.row_stride + k0;
+      int64_t k = 0;
+      for (; k + 16 <= kc; k += 16) {
+        __m512 v[16];
+        for (int r = 0; r < kTileRows; ++r)
+          v[r] = r < rows ? _mm512_loadu_ps(source + r * a.row_stride + k) : _mm512_setzero_ps();
+        transpose_12x16(v);
+        for (int j = 0; j < 16; ++j) _mm512_mask_storeu_ps(panel + (k + j) * kTileRows, tile_lanes, v[j]);
       }
+      for (; k < kc; ++k)
+        for (int64_t r = 0; r < kTileRows; ++r) panel[k * kTileRows + r] = r < rows ? source[r * a.row_stride + k] : 0.0f;
+    } else {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t r = 0; r < kTileRows; ++r)
+          panel[k * kTileRows + r] =
+              r < rows ? a.data[(i0 + t + r) * a.row_stride + (k0 + k) * a.column_stride] : 0.0f;
     }
   }
 }
 
 /// b's block (rows [k0, k0 + kc), columns [j0, j0 + nc)) as ceil(nc / NR) panels of kc × NR
 /// (element (k, j) of a panel at k * NR + j), columns past nc zero.
-void pack_b(const StridedMatrix& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+__attribute__((noinline)) void pack_b(const StridedMatrix& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* out) {
   for (int64_t p = 0; p < nc; p += kTileColumns) {
     const int64_t columns = std::min(kTileColumns, nc - p);
     float* panel = out + p * kc;
@@ -106,6 +145,12 @@ void pack_b(const StridedMatrix& b, int64_t k0, int64_t kc, int64_t j0, int64_t 
 __attribute__((target("avx512f"))) void multiply_tile(int64_t kc, const float* a, const float* b, float* c,
                                                       int64_t ldc, int64_t rows, int64_t columns, bool accumulate) {
   __m512 left[kTileRows], right[kTileRows];  // columns 0-15 and 16-31 of each row
+  // c's tile is read or written only after the products: its lines (often not in cache: the
+  // loss's logits and weight gradient are far larger than the caches) are fetched meanwhile.
+  for (int64_t r = 0; r < rows; ++r) {
+    __builtin_prefetch(c + r * ldc, /*rw=*/1, /*locality=*/3);
+    __builtin_prefetch(c + r * ldc + 16, /*rw=*/1, /*locality=*/3);
+  }
 #pragma GCC unroll 12
   for (int r = 0; r < kTileRows; ++r) left[r] = right[r] = _mm512_setzero_ps();
 #pragma GCC unroll 2
