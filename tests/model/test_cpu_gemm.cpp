@@ -66,6 +66,21 @@ TEST_CASE("gemm_avx512: products against float64 on and off the tile and block e
         }
 }
 
+TEST_CASE("gemm_avx512: operands with no unit stride (every other element of a wider matrix)") {
+  if (!sg::has_avx512_gemm()) return;
+  torch::manual_seed(5);
+  const int64_t m = 29, n = 45, k = 300;
+  const auto wide_a = torch::randn({m, 2 * k}), wide_b = torch::randn({2 * k, 2 * n});
+  const auto a = wide_a.index({torch::indexing::Slice(), torch::indexing::Slice(0, 2 * k, 2)});      // (m, k)
+  const auto b = wide_b.index({torch::indexing::Slice(0, 2 * k, 2), torch::indexing::Slice(1, 2 * n, 2)});  // (k, n)
+  auto c = torch::empty({m, n});
+  sg::gemm_avx512(m, n, k, {wide_a.data_ptr<float>(), 2 * k, 2}, {wide_b.data_ptr<float>() + 1, 2 * (2 * n), 2},
+                  c.data_ptr<float>(), n, false);
+  const auto expected = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
+  const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
+  CHECK(((c.to(torch::kDouble) - expected).abs() / scale).max().item<double>() < 1.2e-7 * 256 + 1e-6);
+}
+
 TEST_CASE("gemm_avx512: k = 0 gives zeros, or leaves c as it was when accumulating") {
   if (!sg::has_avx512_gemm()) return;
   auto c = torch::ones({4, 5});
