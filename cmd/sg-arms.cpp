@@ -74,12 +74,9 @@ CheckResult check_arm(const sg::ModelConfig& config, int64_t seed, int64_t lengt
 }
 
 void run(const Options& options) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   const auto device = sg::parse_device(options.common.device);
   std::vector<std::string> arms;
-  for (const auto& item : options.arms)
-    for (const auto& name : sg::split_list(item)) arms.push_back(name);
+  for (const auto& name : sg::split_lists(options.arms)) arms.push_back(name);
   if (arms.empty()) arms = sg::paper_arm_names();
   // Every configuration first, so that a bad tier, arm or field fails before any output.
   std::vector<sg::RunConfig> configs;
@@ -122,7 +119,7 @@ int main(int argc, char** argv) {
   parser.common(options.common, sg::cli::kSeed | sg::cli::kDevice | sg::cli::kThreads | sg::cli::kLogLevel |
                                     sg::cli::kConfig);
   parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
-  parser.option("--arms,--arm", options.arms,
+  parser.list("--arms,--arm", options.arms,
                 "arms, comma-separated or repeated: names or ZERO+FILTER (default: the nine of Table 4)");
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");

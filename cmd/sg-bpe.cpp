@@ -81,7 +81,6 @@ void write_ids(const std::vector<int32_t>& ids) {
 }
 
 void run(const Options& options) {
-  sg::log::set_level(options.common.log_level);
   if (options.count && options.decode) throw sg::UsageError("--count and --decode exclude each other");
   for (const auto& path : options.inputs) {  // fail on a missing input before any output
     std::error_code error;

@@ -2,7 +2,7 @@
 // and pretrained checkpoints.
 //
 // Inputs: run files (sg-train) and/or Hugging Face GPT-2 / GPT-NeoX (Pythia) folders; for the
-// task `val` the token file; for the zero-shot tasks their data files (README, "Zero-shot tasks":
+// task `val` the token file; for the zero-shot tasks their data files (docs/data.md, "Zero-shot task data":
 // LAMBADA lambada_test.jsonl, HellaSwag hellaswag_val.jsonl, WikiText-2 wiki.test.raw). Tasks
 // (--task, comma-separated): val (the default), lambada, hellaswag, wikitext, scored as
 // lm-evaluation-harness v0.4 does (lib/instruments/zero_shot.h).
@@ -20,11 +20,13 @@
 //   sg-eval --task lambada --lambada data/lambada_test.jsonl --limit 200 run.h5 -o - | sg-tabulate -
 #include <chrono>
 #include <functional>
+#include <memory>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
 #include "lib/base/text.h"
+#include "lib/instruments/runs.h"
 #include "lib/instruments/zero_shot.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
@@ -49,7 +51,7 @@ struct Options {
   std::string lambada = "data/lambada_test.jsonl";
   std::string hellaswag = "data/hellaswag_val.jsonl";
   std::string wikitext = "data/wiki.test.raw";
-  std::string tokenizer;
+  std::string vocab;
   std::string examples;
   int64_t batch_size = 16;
   int64_t limit = 0;
@@ -99,10 +101,11 @@ void run_wide(const Options& options, const std::string& command_line) {
   const auto tokens = sg::TokenFile::open(options.tokens);
   const auto provenance =
       sg::make_provenance("sg-eval", command_line, inputs, "batches=" + std::to_string(options.batches));
-  const std::string token_sha256 = provenance.sha256_of(options.tokens);
-  for (const auto& path : options.models)
-    sg::check_token_file(sg::read_run_state(path), path, options.tokens, token_sha256, options.allow_other_tokens,
-                         "sg-eval");
+  sg::RunChecks checks;
+  checks.tokens = &tokens;
+  checks.token_sha256 = provenance.sha256_of(options.tokens);
+  checks.allow_other_tokens = options.allow_other_tokens;
+  const auto runs = sg::open_runs(options.models, checks);
   sg::ResultTable table;
   table.add_column("tier", sg::Role::key, sg::ColumnType::string);
   table.add_column("arm", sg::Role::key, sg::ColumnType::string);
@@ -110,33 +113,131 @@ void run_wide(const Options& options, const std::string& command_line) {
   table.add_column("val_loss", sg::Role::value, sg::ColumnType::float64).units = "nats";
   table.add_column("tokens", sg::Role::value, sg::ColumnType::int64).units = "tokens";
   table.add_column("steps", sg::Role::value, sg::ColumnType::int64).units = "optimizer steps";
-  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;
   const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < options.models.size(); ++i) {
-    const auto& path = options.models[i];
-    const auto state = sg::read_run_state(path);
-    const auto& config = state.config;
-    sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
-    if (!state.finished) sg::log::info("sg-eval: warning: " + path + " is unfinished (step " + std::to_string(state.step) + ")");
-    auto model = sg::load_model(path, device);
+  sg::measure_runs(runs, device, table, [&](const sg::MeasuredRun& run, sg::GPTImpl& model) {
+    const auto& config = run.state.config;
     const int64_t batches = options.batches > 0 ? options.batches : config.train.final_eval_batches;
-    const double loss = sg::validation_loss(*model, tokens, config, batches, device);
+    const double loss = sg::validation_loss(model, tokens, config, batches, device);
     const int64_t scored = batches * config.train.batch() * config.model.block_size;
-    table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, state.step});
-    run_keys.push_back(sg::run_keys(path, state));
+    table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, run.state.step});
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(options.models.size() - i - 1);
-    sg::log::info("sg-eval: [" + std::to_string(i + 1) + "/" + std::to_string(options.models.size()) + " " + config.tier +
-                  "/" + config.model.arm.name() + "/" + std::to_string(config.seed) + "] " + path + ": val_loss " +
-                  sg::format_exact(loss) + " (eta " + std::to_string(static_cast<int64_t>(left + 0.5)) + " s)");
+    const double left = elapsed / static_cast<double>(run.index + 1) * static_cast<double>(run.count - run.index - 1);
+    sg::log::info(run.progress + run.path + ": val_loss " + sg::format_exact(loss) + " (eta " +
+                  sg::format_duration(left) + ")");
+  });
+  sg::write_table(options.common.output, table, provenance, options.common.force);
+}
+
+/// The zero-shot tasks' examples, read (and checked) before any model runs.
+struct TaskData {
+  std::vector<std::string> passages, pages;
+  std::vector<sg::HellaSwagItem> items;
+};
+
+/// The val task of one model: a run file's own final validation batches (what the wide table
+/// gives), or for a checkpoint folder windows of its context.
+sg::Metric val_metric(const Options& options, const std::string& path, const sg::LanguageModel& model,
+                      const torch::Device& device) {
+  const auto tokens = sg::TokenFile::open(options.tokens);
+  sg::Metric metric{"val", "loss", "all", 0.0, 0};
+  if (!model.pretrained()) {
+    const auto& state = model.run_state();
+    const int64_t batches = options.batches > 0 ? options.batches : state.config.train.final_eval_batches;
+    auto run = sg::load_model(path, device);
+    metric.value = sg::validation_loss(*run, tokens, state.config, batches, device);
+    metric.n = batches * state.config.train.batch() * state.config.model.block_size;
+  } else {
+    const int64_t context = options.context > 0 ? options.context : std::min<int64_t>(model.context_length(), 1024);
+    const int64_t sequences = (options.batches > 0 ? options.batches : 64) * 8;
+    metric.value = sg::window_loss(model, tokens, context, sequences, sg::TrainConfig{}.eval_seed, 8);
+    metric.n = sequences * context;
   }
-  sg::add_key_columns(table, run_keys, options.models);
+  return metric;
+}
+
+/// Every model checked before the first one runs: the run files read (a warning for each
+/// unfinished one), and for val every model against the token file (a run file: the token file it
+/// was trained on; a folder: a token file of its tokenizer's ids).
+void check_models(const Options& options, bool val, const std::string& token_sha256) {
+  std::unique_ptr<sg::TokenFile> tokens;
+  if (val) tokens = std::make_unique<sg::TokenFile>(sg::TokenFile::open(options.tokens));
+  std::vector<std::string> runs;
+  for (const auto& path : options.models) {
+    if (!sg::is_pretrained_folder(path)) {
+      runs.push_back(path);
+    } else if (val) {
+      const std::string vocabulary = options.vocab.empty() ? path : options.vocab;
+      sg::check_token_ids(*tokens, sg::Tokenizer::load(vocabulary), vocabulary);
+    }
+  }
+  sg::RunChecks checks;
+  checks.tokens = tokens.get();
+  checks.token_sha256 = token_sha256;
+  checks.allow_other_tokens = options.allow_other_tokens;
+  sg::open_runs(runs, checks);
+}
+
+/// The long table: every task of every model (run files and checkpoint folders).
+void run_tasks(const Options& options, const std::vector<std::string>& tasks, const TaskData& data,
+               const std::vector<std::string>& inputs, const std::string& command_line) {
+  const auto wants = [&](const std::string& task) { return std::find(tasks.begin(), tasks.end(), task) != tasks.end(); };
+  const auto device = sg::parse_device(options.common.device);
+  const std::string config = "tasks=" + options.tasks + " batches=" + std::to_string(options.batches) +
+                             " context=" + std::to_string(options.context) + " limit=" + std::to_string(options.limit) +
+                             " tokenizer=" + (options.vocab.empty() ? "own" : options.vocab);
+  const auto provenance = sg::make_provenance("sg-eval", command_line, inputs, config);
+  check_models(options, wants("val"), provenance.sha256_of(options.tokens));
+  auto table = sg::evaluation_table();
+  sg::ResultTable examples;
+  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys, example_keys;
+  std::vector<std::string> sources, example_sources;
+  for (size_t m = 0; m < options.models.size(); ++m) {
+    const auto& path = options.models[m];
+    const auto model = sg::LanguageModel::load(path, device, options.vocab);
+    const auto keys = model.pretrained() ? std::vector<std::pair<std::string, std::string>>{{"run", path}}
+                                         : sg::run_keys(path, model.run_state());
+    const std::string where = "[" + std::to_string(m + 1) + "/" + std::to_string(options.models.size()) + " " + model.name() + "]";
+    std::vector<sg::Metric> metrics;
+    const auto add = [&](sg::TaskResult result) {
+      for (const auto& metric : result.metrics)
+        sg::log::info("sg-eval: " + where + " " + metric.task + " " + metric.metric +
+                      (metric.bin == "all" ? "" : " (" + metric.bin + ")") + ": " + sg::format_exact(metric.value) +
+                      " (n " + std::to_string(metric.n) + ")");
+      metrics.insert(metrics.end(), result.metrics.begin(), result.metrics.end());
+      if (!options.examples.empty()) {
+        sg::append_examples(examples, model, result.examples);
+        example_keys.resize(examples.rows(), keys);
+        example_sources.resize(examples.rows(), path);
+      }
+    };
+    if (wants("val")) add({{val_metric(options, path, model, device)}, sg::example_table()});
+    // An example this model cannot score is named with the file it comes from.
+    auto from = [](const std::string& file, const std::function<void()>& evaluate) {
+      try {
+        evaluate();
+      } catch (const sg::UsageError& error) {
+        throw sg::UsageError(file + ": " + error.what(), error.hint());
+      }
+    };
+    if (wants("lambada"))
+      from(options.lambada, [&] { add(sg::evaluate_lambada(model, data.passages, scoring(options, where + " lambada"))); });
+    if (wants("hellaswag"))
+      from(options.hellaswag,
+           [&] { add(sg::evaluate_hellaswag(model, data.items, scoring(options, where + " hellaswag"))); });
+    if (wants("wikitext")) add(sg::evaluate_wikitext(model, data.pages, scoring(options, where + " wikitext")));
+    sg::append_metrics(table, model, metrics);
+    run_keys.resize(table.rows(), keys);
+    sources.resize(table.rows(), path);
+  }
+  sg::add_key_columns(table, run_keys, sources);
+  if (!options.examples.empty()) {
+    sg::add_key_columns(examples, example_keys, example_sources);
+    sg::write_table(options.examples, examples, provenance, options.common.force);
+  }
   sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 
 void run(const Options& options, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   const auto tasks = parse_tasks(options.tasks);
   const auto wants = [&](const std::string& task) { return std::find(tasks.begin(), tasks.end(), task) != tasks.end(); };
   if (options.batch_size < 1) throw sg::UsageError("--batch-size must be at least 1");
@@ -147,21 +248,20 @@ void run(const Options& options, const std::string& command_line) {
   bool all_runs = true;
   for (const auto& path : options.models) {
     all_runs = all_runs && !sg::is_pretrained_folder(path);
-    for (const auto& file : sg::model_input_files(path, options.tokenizer)) model_files.push_back(file);
+    for (const auto& file : sg::model_input_files(path, options.vocab)) model_files.push_back(file);
   }
   if (!options.tokens.empty() && wants("val")) inputs.push_back(options.tokens);
-  std::vector<std::string> passages, pages;
-  std::vector<sg::HellaSwagItem> items;
+  TaskData data;
   if (wants("lambada")) {
-    passages = first(sg::read_lambada(options.lambada), options.limit);
+    data.passages = first(sg::read_lambada(options.lambada), options.limit);
     inputs.push_back(options.lambada);
   }
   if (wants("hellaswag")) {
-    items = first(sg::read_hellaswag(options.hellaswag), options.limit);
+    data.items = first(sg::read_hellaswag(options.hellaswag), options.limit);
     inputs.push_back(options.hellaswag);
   }
   if (wants("wikitext")) {
-    pages = first(sg::read_wikitext(options.wikitext), options.limit);
+    data.pages = first(sg::read_wikitext(options.wikitext), options.limit);
     inputs.push_back(options.wikitext);
   }
   inputs.insert(inputs.end(), model_files.begin(), model_files.end());
@@ -174,98 +274,7 @@ void run(const Options& options, const std::string& command_line) {
   }
   if (tasks == std::vector<std::string>{"val"} && all_runs && options.examples.empty())
     return run_wide(options, command_line);
-
-  const auto device = sg::parse_device(options.common.device);
-  const std::string config = "tasks=" + options.tasks + " batches=" + std::to_string(options.batches) +
-                             " context=" + std::to_string(options.context) + " limit=" + std::to_string(options.limit) +
-                             " tokenizer=" + (options.tokenizer.empty() ? "own" : options.tokenizer);
-  const auto provenance = sg::make_provenance("sg-eval", command_line, inputs, config);
-  const std::string token_sha256 = provenance.sha256_of(options.tokens);
-  // val: every model against the token file before the first one runs (a run file: the token file
-  // it was trained on; a folder: a token file of its tokenizer's ids).
-  if (wants("val")) {
-    const auto tokens = sg::TokenFile::open(options.tokens);
-    for (const auto& path : options.models) {
-      if (sg::is_pretrained_folder(path)) {
-        const std::string vocabulary = options.tokenizer.empty() ? path : options.tokenizer;
-        sg::check_token_ids(tokens, sg::Tokenizer::load(vocabulary), vocabulary);
-      } else {
-        const auto state = sg::read_run_state(path);
-        sg::check_token_file(state, path, options.tokens, token_sha256, options.allow_other_tokens, "sg-eval");
-        sg::check_vocabulary_fits(tokens, state.config.model, "the model of " + path);
-      }
-    }
-  }
-  auto table = sg::evaluation_table();
-  sg::ResultTable examples;
-  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys, example_keys;
-  std::vector<std::string> sources, example_sources;
-  for (size_t m = 0; m < options.models.size(); ++m) {
-    const auto& path = options.models[m];
-    const auto model = sg::LanguageModel::load(path, device, options.tokenizer);
-    const std::string where = "[" + std::to_string(m + 1) + "/" + std::to_string(options.models.size()) + " " + model.name() + "]";
-    std::vector<sg::Metric> metrics;
-    const auto add = [&](sg::TaskResult result) {
-      for (const auto& metric : result.metrics)
-        sg::log::info("sg-eval: " + where + " " + metric.task + " " + metric.metric +
-                      (metric.bin == "all" ? "" : " (" + metric.bin + ")") + ": " + sg::format_exact(metric.value) +
-                      " (n " + std::to_string(metric.n) + ")");
-      metrics.insert(metrics.end(), result.metrics.begin(), result.metrics.end());
-      if (!options.examples.empty()) {
-        const size_t before = examples.rows();
-        sg::append_examples(examples, model, result.examples);
-        for (size_t r = before; r < examples.rows(); ++r) {
-          example_keys.push_back(model.pretrained() ? std::vector<std::pair<std::string, std::string>>{{"run", path}}
-                                                    : sg::run_keys(path, model.run_state()));
-          example_sources.push_back(path);
-        }
-      }
-    };
-    if (wants("val")) {
-      const auto tokens = sg::TokenFile::open(options.tokens);
-      sg::Metric metric{"val", "loss", "all", 0.0, 0};
-      if (!model.pretrained()) {
-        // A run file: its own final validation batches (what the wide table gives).
-        const auto& state = model.run_state();
-        const int64_t batches = options.batches > 0 ? options.batches : state.config.train.final_eval_batches;
-        auto run = sg::load_model(path, device);
-        metric.value = sg::validation_loss(*run, tokens, state.config, batches, device);
-        metric.n = batches * state.config.train.batch() * state.config.model.block_size;
-      } else {
-        const int64_t context = options.context > 0 ? options.context : std::min<int64_t>(model.context_length(), 1024);
-        const int64_t sequences = (options.batches > 0 ? options.batches : 64) * 8;
-        metric.value = sg::window_loss(model, tokens, context, sequences, sg::TrainConfig{}.eval_seed, 8);
-        metric.n = sequences * context;
-      }
-      add({{metric}, sg::example_table()});
-    }
-    // An example this model cannot score is named with the file it comes from.
-    auto from = [](const std::string& file, const std::function<void()>& evaluate) {
-      try {
-        evaluate();
-      } catch (const sg::UsageError& error) {
-        throw sg::UsageError(file + ": " + error.what(), error.hint());
-      }
-    };
-    if (wants("lambada"))
-      from(options.lambada, [&] { add(sg::evaluate_lambada(model, passages, scoring(options, where + " lambada"))); });
-    if (wants("hellaswag"))
-      from(options.hellaswag, [&] { add(sg::evaluate_hellaswag(model, items, scoring(options, where + " hellaswag"))); });
-    if (wants("wikitext")) add(sg::evaluate_wikitext(model, pages, scoring(options, where + " wikitext")));
-    const size_t before = table.rows();
-    sg::append_metrics(table, model, metrics);
-    for (size_t r = before; r < table.rows(); ++r) {
-      run_keys.push_back(model.pretrained() ? std::vector<std::pair<std::string, std::string>>{{"run", path}}
-                                            : sg::run_keys(path, model.run_state()));
-      sources.push_back(path);
-    }
-  }
-  sg::add_key_columns(table, run_keys, sources);
-  if (!options.examples.empty()) {
-    sg::add_key_columns(examples, example_keys, example_sources);
-    sg::write_table(options.examples, examples, provenance, options.common.force);
-  }
-  sg::write_table(options.common.output, table, provenance, options.common.force);
+  run_tasks(options, tasks, data, inputs, command_line);
 }
 
 }  // namespace
@@ -288,8 +297,9 @@ int main(int argc, char** argv) {
   parser.option("--hellaswag", options.hellaswag, "HellaSwag validation items, hellaswag_val.jsonl");
   parser.option("--wikitext", options.wikitext,
                 "WikiText-2 test: wiki.test.raw, or JSON Lines of pages (field page) or of lines (field text)");
-  parser.option("--tokenizer", options.tokenizer,
+  parser.option("--vocab", options.vocab,
                 "vocabulary for every model (default: a folder's own; the GPT-2 vocabulary for run files)");
+  parser.renamed("--tokenizer", "--vocab");
   parser.option("--examples", options.examples, "also write every example's log-likelihood to this result table");
   parser.option("--batch-size", options.batch_size, "zero-shot requests per forward pass");
   parser.option("--limit", options.limit, "score only the first N examples of each zero-shot task (0: all)");

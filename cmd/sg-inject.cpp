@@ -16,14 +16,16 @@
 //
 // Examples:
 //   sg-inject --tokens data/tokens.h5 runs/124M/*/0.h5 --junk structured,gaussian -o results/inject.h5
-//   sg-inject --tokens data/tokens.h5 run.h5 --junk own-direction --cutoff median --doses 0.4,0.8 -o - |
+//   sg-inject --tokens data/tokens.h5 run.h5 --junk own-direction --cutoff median --dose 0.4,0.8 -o - |
 //     sg-tabulate - --where measure=injection --rows arm --cols dose --cell delta_loss --signed
 #include <sstream>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
 #include "lib/instruments/injection.h"
+#include "lib/instruments/runs.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"
@@ -37,17 +39,26 @@ struct Options {
   sg::cli::CommonOptions common = sg::cli::to_stdout();
   std::vector<std::string> runs;
   std::string tokens;
-  std::string junk = "structured";
-  std::string cutoffs = "q25,median";
-  std::string doses = "0.2,0.4,0.8,1.6";
+  std::vector<std::string> junk = {"structured"};
+  std::vector<std::string> cutoffs = {"q25", "median"};
+  std::vector<std::string> doses = {"0.2", "0.4", "0.8", "1.6"};
   sg::InjectionOptions inject;
   bool no_exposure = false;
+  bool allow_other_tokens = false;
   std::string backend = "auto";
 };
 
+/// The battery's settings, as the provenance records them.
+std::string settings(const Options& options, const sg::InjectionOptions& inject) {
+  std::ostringstream out;
+  out << "junk=" << sg::join(options.junk, ",") << " cutoff=" << sg::join(options.cutoffs, ",")
+      << " doses=" << sg::join(options.doses, ",") << " batches=" << inject.batches << " batch_size=" << inject.batch_size
+      << " context=" << inject.context << " eval_seed=" << inject.eval_seed << " seed=" << inject.seed
+      << " exposure=" << inject.exposure;
+  return out.str();
+}
+
 void run(const Options& options, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   std::vector<std::string> inputs = options.runs;
   inputs.push_back(options.tokens);
   sg::h5::check_writable(options.common.output, options.common.force, inputs);
@@ -61,34 +72,24 @@ void run(const Options& options, const std::string& command_line) {
                    : options.backend == "fused"  ? sg::AttentionBackend::fused
                                                  : sg::AttentionBackend::automatic;
   const auto tokens = sg::TokenFile::open(options.tokens);
+  const auto provenance = sg::make_provenance("sg-inject", command_line, inputs, settings(options, inject));
+  sg::RunChecks checks;
+  checks.tokens = &tokens;
+  checks.token_sha256 = provenance.sha256_of(options.tokens);
+  checks.allow_other_tokens = options.allow_other_tokens;
+  const auto runs = sg::open_runs(options.runs, checks);
   auto table = sg::injection_table();
-  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;  // per row
-  std::vector<std::string> sources;
-  for (size_t i = 0; i < options.runs.size(); ++i) {
-    const auto& path = options.runs[i];
-    const auto state = sg::read_run_state(path);
-    const auto& config = state.config;
-    sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
-    if (!state.finished) sg::log::info("sg-inject: warning: " + path + " is unfinished (step " + std::to_string(state.step) + ")");
-    auto model = sg::load_model(path, inject.device);
-    const std::string name = "sg-inject: [" + std::to_string(i + 1) + "/" + std::to_string(options.runs.size()) + " " +
-                             config.tier + " " + config.model.arm.name() + " seed " + std::to_string(config.seed) + "] ";
-    inject.progress = [&](const std::string& line) { sg::log::info(name + line); };
-    const auto result = sg::inject(*model, config, tokens, inject);
+  sg::measure_runs(runs, inject.device, table, [&](const sg::MeasuredRun& run, sg::GPTImpl& model) {
+    const auto& config = run.state.config;
+    auto options_of_run = inject;
+    options_of_run.progress = [&](const std::string& line) { sg::log::info(run.progress + line); };
+    const auto result = sg::inject(model, config, tokens, options_of_run);
     for (const auto junk : result.skipped)
-      sg::log::info("sg-inject: warning: " + path + ": arm " + config.model.arm.name() + " has no projection gate; its " +
-                    sg::to_string(junk) + " rows are left out");
+      sg::log::warn(run.path + ": arm " + config.model.arm.name() + " has no projection gate; its " + sg::to_string(junk) +
+                    " rows are left out");
     sg::append_injection_rows(table, config, result);
-    run_keys.resize(table.rows(), sg::run_keys(path, state));
-    sources.resize(table.rows(), path);
-  }
-  sg::add_key_columns(table, run_keys, sources);
-  std::ostringstream settings;
-  settings << "junk=" << options.junk << " cutoff=" << options.cutoffs << " doses=" << options.doses
-           << " batches=" << inject.batches << " batch_size=" << inject.batch_size << " context=" << inject.context
-           << " eval_seed=" << inject.eval_seed << " seed=" << inject.seed << " exposure=" << inject.exposure;
-  sg::write_table(options.common.output, table, sg::make_provenance("sg-inject", command_line, inputs, settings.str()),
-                  options.common.force);
+  });
+  sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 
 }  // namespace
@@ -100,15 +101,18 @@ int main(int argc, char** argv) {
                          "a result table.");
   parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
   parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
-  parser.option("--junk", options.junk,
-                "junk types, comma-separated: structured, same-context, gaussian, random-direction, own-direction");
-  parser.option("--cutoff", options.cutoffs, "quiet-read cutoffs, comma-separated: median, q25");
-  parser.option("--doses", options.doses, "doses epsilon, comma-separated (>= 0)");
+  parser.list("--junk", options.junk,
+              "junk types (comma list or repeats): structured, same-context, gaussian, random-direction, own-direction");
+  parser.list("--cutoff", options.cutoffs, "quiet-read cutoffs (comma list or repeats): median, q25");
+  parser.list("--dose", options.doses, "doses epsilon (comma list or repeats; each >= 0)");
+  parser.renamed("--doses", "--dose");
   parser.option("--batches", options.inject.batches, "evaluation batches");
   parser.option("--batch-size", options.inject.batch_size, "sequences per batch");
   parser.option("--context", options.inject.context, "tokens per sequence (0: min(512, the model's context))");
   parser.option("--eval-seed", options.inject.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
   parser.flag("--no-exposure", options.no_exposure, "skip the exposure pass (Table 9)");
+  parser.flag("--allow-other-tokens", options.allow_other_tokens,
+              "measure runs on a token file other than the one they were trained on (by SHA-256): a warning");
   parser.option("--attention", options.backend,
                 "attention path of the clean and corrupted passes: auto (fused where it runs), explicit, fused");
   parser.choices({"auto", "explicit", "fused"});

@@ -35,7 +35,7 @@ struct Options {
   sg::cli::CommonOptions common;
   std::vector<std::string> inputs;  // empty: stdin
   sg::PairOptions pair;
-  std::string arms;                 // comma-separated
+  std::vector<std::string> arms;    // comma lists and/or repeats
   bool decompose = false;
   bool summary = false;
   sg::DecomposeOptions parts;
@@ -50,7 +50,7 @@ std::string describe(const Options& o) {
   if (o.decompose) {
     out << " decompose sink=" << o.parts.sink << " gate=" << o.parts.gate << " both=" << o.parts.both;
   } else {
-    if (!o.arms.empty()) out << " arms=" << o.arms;
+    if (!o.arms.empty()) out << " arms=" << sg::join(o.arms, ",");
     if (o.pair.ref_mean) out << " ref_mean";
   }
   for (const auto& w : o.where) out << " where " << w;
@@ -58,7 +58,6 @@ std::string describe(const Options& o) {
 }
 
 void run(Options options, const std::string& tool, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
   if (options.inputs.empty()) options.inputs.push_back("-");
   if (options.decompose && (!options.arms.empty() || options.pair.ref_mean))
     throw sg::UsageError("--arms and --ref-mean do not apply to --decompose");
@@ -76,10 +75,10 @@ void run(Options options, const std::string& tool, const std::string& command_li
       options.parts.value = options.pair.value;
       result = sg::decompose(input, options.parts);
     } else if (options.summary) {
-      options.pair.arms = sg::split_list(options.arms);
+      options.pair.arms = sg::split_lists(options.arms);
       result = sg::summarize(input, options.pair);
     } else {
-      options.pair.arms = sg::split_list(options.arms);
+      options.pair.arms = sg::split_lists(options.arms);
       result = sg::paired_differences(input, options.pair);
     }
   } catch (const sg::InputError& error) {  // a problem of the rows: say which files they came from
@@ -89,7 +88,7 @@ void run(Options options, const std::string& tool, const std::string& command_li
     if (options.inputs.size() > 3) files += " and " + std::to_string(options.inputs.size() - 3) + " more";
     throw sg::InputError(files + ": " + error.what(), error.hint());
   }
-  for (const auto& warning : result.warnings) sg::log::info(tool + ": warning: " + warning);
+  for (const auto& warning : result.warnings) sg::log::warn(warning);
   const auto provenance = sg::make_provenance(tool, command_line, options.inputs, describe(options));
   sg::write_table(options.common.output, result.table, provenance, options.common.force);
 }
@@ -108,7 +107,7 @@ int main(int argc, char** argv) {
   parser.option("--by", options.pair.by, "column naming the arm");
   parser.option("--ref", options.pair.ref, "reference arm");
   parser.option("--value", options.pair.value, "numeric column compared");
-  parser.option("--arms", options.arms, "compare only these arms, comma-separated (default: all)");
+  parser.list("--arms", options.arms, "compare only these arms, comma-separated (default: all)");
   parser.flag("--ref-mean", options.pair.ref_mean, "add the reference arm's own mean per group (statistic=mean)");
   parser.flag("--summary", options.summary,
               "no pairing: every arm's mean, standard deviation (sd), se and n over the seeds, per group");

@@ -26,8 +26,10 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
 #include "lib/instruments/injection.h"
 #include "lib/instruments/probe.h"
+#include "lib/instruments/runs.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"
@@ -43,9 +45,11 @@ struct Options {
   std::vector<std::string> runs;
   std::string tokens;
   std::string probes = "all";
-  std::string junk = "structured";
-  std::string cutoff = "q25";
+  std::vector<std::string> junk = {"structured"};
+  std::vector<std::string> cutoffs = {"q25"};
+  std::vector<std::string> doses = {"0.2"};
   std::string vocab;
+  bool allow_other_tokens = false;
   sg::ProbeOptions probe;
 };
 
@@ -69,43 +73,55 @@ sg::Tokenizer load_vocabulary(const std::string& given, const sg::TokenFile& tok
 }
 
 void run(const Options& options, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   std::vector<std::string> inputs = options.runs;
   inputs.push_back(options.tokens);
   sg::h5::check_writable(options.common.output, options.common.force, inputs);
   sg::ProbeOptions probe = options.probe;
   probe.probes = sg::parse_probes(options.probes);
-  probe.junk = sg::parse_junk(options.junk);
-  probe.cutoff = sg::parse_cutoff(options.cutoff);
+  sg::InjectionOptions battery;  // the corrupted columns, parsed as sg-inject parses its battery
+  sg::set_battery(battery, options.junk, options.cutoffs, options.doses);
+  probe.junk = battery.junk;
+  probe.cutoffs = battery.cutoffs;
+  probe.doses = battery.doses;
   probe.seed = options.common.seed;
   probe.device = sg::parse_device(options.common.device);
   const auto tokens = sg::TokenFile::open(options.tokens);
-  // Check every input before the first model runs.
-  std::vector<sg::RunState> states;
+  const bool wants_overrides =
+      std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::overrides) != probe.probes.end();
+  const bool any_junk = std::any_of(probe.doses.begin(), probe.doses.end(), [](double dose) { return dose > 0; });
+  const bool own_direction =
+      std::find(probe.junk.begin(), probe.junk.end(), sg::JunkType::own_direction) != probe.junk.end();
   bool any_gate_tokens = false;
-  for (const auto& path : options.runs) {
-    states.push_back(sg::read_run_state(path));
-    const auto& config = states.back().config;
-    const auto& arm = config.model.arm;
-    sg::check_vocabulary_fits(tokens, config.model, "the model of " + path);
+  std::ostringstream settings;
+  settings << "probes=" << options.probes << " batches=" << probe.batches << " batch_size=" << probe.batch_size
+           << " context=" << probe.context << " eval_seed=" << probe.eval_seed << " seed=" << probe.seed
+           << " junk=" << sg::join(options.junk, ",") << " cutoff=" << sg::join(options.cutoffs, ",")
+           << " dose=" << sg::join(options.doses, ",") << " sink_positions=" << probe.sink_positions
+           << " min_count=" << probe.min_count << " top=" << probe.top;
+  auto provenance = sg::make_provenance("sg-probe", command_line, inputs, settings.str());
+  sg::RunChecks checks;
+  checks.tokens = &tokens;
+  checks.token_sha256 = provenance.sha256_of(options.tokens);
+  checks.allow_other_tokens = options.allow_other_tokens;
+  checks.check = [&](const sg::MeasuredRun& run) {
+    const auto& arm = run.state.config.model.arm;
     sg::InjectionOptions context;
     context.context = probe.context;
-    sg::injection_context(context, config.model);  // throws for a context the model does not have
+    sg::injection_context(context, run.state.config.model);  // throws for a context the model does not have
     bool any = false;
     for (auto p : probe.probes) any = any || sg::probe_applies(p, arm);
     if (!any && options.runs.size() == 1)
-      throw sg::UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + path + ")",
+      throw sg::UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + run.path + ")",
                            "overrides need a value-slot gate (normgate, projgate, combo, combo2, ZERO+normgate or "
                            "ZERO+projgate); selectivity and gate-tokens need a gate; sinks and kurtosis apply to "
                            "every arm");
-    const bool overrides = std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::overrides) != probe.probes.end();
-    if (overrides && sg::probe_applies(sg::Probe::overrides, arm) && probe.dose > 0 &&
-        probe.junk == sg::JunkType::own_direction && arm.filter != sg::Filter::projgate)
-      throw sg::UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " (" + path +
+    if (wants_overrides && sg::probe_applies(sg::Probe::overrides, arm) && any_junk && own_direction &&
+        arm.filter != sg::Filter::projgate)
+      throw sg::UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " (" + run.path +
                            ") has none");
     any_gate_tokens = any_gate_tokens || sg::probe_applies(sg::Probe::gate_tokens, arm);
-  }
+  };
+  const auto runs = sg::open_runs(options.runs, checks);
   std::unique_ptr<sg::Tokenizer> vocabulary;
   const bool gate_tokens =
       std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::gate_tokens) != probe.probes.end();
@@ -114,34 +130,18 @@ void run(const Options& options, const std::string& command_line) {
     probe.vocabulary = vocabulary.get();
   }
   auto table = sg::probe_table();
-  std::vector<std::vector<std::pair<std::string, std::string>>> run_keys;  // per row
-  std::vector<std::string> sources;
-  for (size_t i = 0; i < options.runs.size(); ++i) {
-    const auto& path = options.runs[i];
-    const auto& state = states[i];
-    const auto& config = state.config;
-    if (!state.finished) sg::log::info("sg-probe: warning: " + path + " is unfinished (step " + std::to_string(state.step) + ")");
-    auto model = sg::load_model(path, probe.device);
-    const std::string name = "sg-probe: [" + std::to_string(i + 1) + "/" + std::to_string(options.runs.size()) + " " +
-                             config.tier + " " + config.model.arm.name() + " seed " + std::to_string(config.seed) + "] ";
-    probe.progress = [&](const std::string& line) { sg::log::info(name + line); };
-    const auto result = sg::probe_model(*model, config, tokens, probe);
+  sg::measure_runs(runs, probe.device, table, [&](const sg::MeasuredRun& run, sg::GPTImpl& model) {
+    const auto& config = run.state.config;
+    auto options_of_run = probe;
+    options_of_run.progress = [&](const std::string& line) { sg::log::info(run.progress + line); };
+    const auto result = sg::probe_model(model, config, tokens, options_of_run);
     for (const auto p : result.skipped)
-      sg::log::info("sg-probe: warning: " + path + ": probe " + sg::to_string(p) + " does not apply to arm " +
-                    config.model.arm.name() + "; its rows are left out");
+      sg::log::warn(run.path + ": probe " + sg::to_string(p) + " does not apply to arm " + config.model.arm.name() +
+                    "; its rows are left out");
     sg::append_probe_rows(table, config, result);
-    run_keys.resize(table.rows(), sg::run_keys(path, state));
-    sources.resize(table.rows(), path);
-  }
-  sg::add_key_columns(table, run_keys, sources);
-  if (vocabulary) inputs.push_back(vocabulary->path());
-  std::ostringstream settings;
-  settings << "probes=" << options.probes << " batches=" << probe.batches << " batch_size=" << probe.batch_size
-           << " context=" << probe.context << " eval_seed=" << probe.eval_seed << " seed=" << probe.seed
-           << " junk=" << options.junk << " cutoff=" << options.cutoff << " dose=" << probe.dose
-           << " sink_positions=" << probe.sink_positions << " min_count=" << probe.min_count << " top=" << probe.top;
-  sg::write_table(options.common.output, table, sg::make_provenance("sg-probe", command_line, inputs, settings.str()),
-                  options.common.force);
+  });
+  if (vocabulary) provenance.inputs.push_back({vocabulary->path(), sg::sha256_file(vocabulary->path())});
+  sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 
 }  // namespace
@@ -159,14 +159,17 @@ int main(int argc, char** argv) {
   parser.option("--batch-size", options.probe.batch_size, "sequences per batch");
   parser.option("--context", options.probe.context, "tokens per sequence (0: min(512, the model's context))");
   parser.option("--eval-seed", options.probe.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
-  parser.option("--junk", options.junk, "overrides: junk type of the corrupted column (as sg-inject's --junk)");
-  parser.option("--cutoff", options.cutoff, "overrides: quiet-read cutoff of the corrupted column: q25 or median");
-  parser.option("--dose", options.probe.dose, "overrides: the corrupted column's epsilon (0: clean only)");
+  parser.list("--junk", options.junk,
+              "overrides: junk types of the corrupted columns (comma list or repeats, as sg-inject's --junk)");
+  parser.list("--cutoff", options.cutoffs, "overrides: quiet-read cutoffs of the corrupted columns: q25, median");
+  parser.list("--dose", options.doses, "overrides: the corrupted columns' epsilons (0 alone: the clean column only)");
   parser.option("--sink-positions", options.probe.sink_positions,
                 "leading positions that are the sink: queries before them are not averaged, reads from them are "
                 "not ordinary (sg-survey's S)");
   parser.option("--min-count", options.probe.min_count, "gate-tokens: occurrences a token needs to be listed");
   parser.option("--top", options.probe.top, "gate-tokens: tokens listed at each end (0: every listed token)");
+  parser.flag("--allow-other-tokens", options.allow_other_tokens,
+              "probe runs on a token file other than the one they were trained on (by SHA-256): a warning");
   parser.option("--vocab", options.vocab,
                 "gate-tokens: vocabulary decoding the ids (default: the token file's, else $SINKGATE_VOCAB or the "
                 "cached gpt2.tiktoken)");

@@ -33,7 +33,7 @@ struct Options {
   std::string prompt;
   bool prompt_given = false;
   std::string prompt_file;
-  std::string tokenizer;
+  std::string vocab;
   sg::SamplingOptions sampling;
   bool greedy = false;
   bool echo = false;
@@ -61,8 +61,6 @@ void write_bytes(const std::string& bytes) {
 }
 
 void run(Options options) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   if (options.prompt_given && !options.prompt_file.empty())
     throw sg::UsageError("give --prompt or --prompt-file, not both");
   if (options.greedy) options.sampling.temperature = 0;
@@ -70,16 +68,16 @@ void run(Options options) {
   options.sampling.stop_at_end_of_text = !options.no_stop;
   options.sampling.use_cache = !options.no_cache;
   options.sampling.validate();
-  sg::model_input_files(options.model, options.tokenizer);  // a bad model fails before the prompt is read
+  sg::model_input_files(options.model, options.vocab);  // a bad model fails before the prompt is read
   const auto prompt = read_prompt(options);
   const auto device = sg::parse_device(options.common.device);
-  const auto model = sg::LanguageModel::load(options.model, device, options.tokenizer);
+  const auto model = sg::LanguageModel::load(options.model, device, options.vocab);
   auto ids = model.tokenizer().encode(prompt);
   if (ids.empty()) ids.push_back(model.tokenizer().eot_id());
   bool cut = false;
   if (static_cast<int64_t>(ids.size()) >= model.context_length()) {
     const auto keep = static_cast<size_t>(model.context_length() / 2);
-    sg::log::info("sg-sample: warning: the prompt has " + std::to_string(ids.size()) + " tokens, the context " +
+    sg::log::warn("the prompt has " + std::to_string(ids.size()) + " tokens, the context " +
                   std::to_string(model.context_length()) + "; keeping its last " + std::to_string(keep));
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
     cut = true;
@@ -118,7 +116,8 @@ int main(int argc, char** argv) {
   parser.flag("--echo", options.echo, "write the prompt before the generated text");
   parser.flag("--no-stop", options.no_stop, "go on past an end-of-text token");
   parser.flag("--no-cache", options.no_cache, "recompute the whole sequence at every step (slow; checks the cache)");
-  parser.option("--tokenizer", options.tokenizer, "vocabulary (default: a folder's own; the GPT-2 vocabulary for run files)");
+  parser.option("--vocab", options.vocab, "vocabulary (default: a folder's own; the GPT-2 vocabulary for run files)");
+  parser.renamed("--tokenizer", "--vocab");
   parser.common(options.common, sg::cli::kSeed | sg::cli::kDevice | sg::cli::kThreads | sg::cli::kLogLevel);
   return sg::run_torch_tool(parser, argc, argv, [&] {
     options.prompt_given = parser.given("--prompt");

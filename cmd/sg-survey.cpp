@@ -39,13 +39,13 @@ struct Options {
   sg::cli::CommonOptions common;
   std::vector<std::string> checkpoints;
   std::string text;
-  std::string tokenizer;
+  std::string vocab;
   std::string name;
   int64_t blocks = 16;
   int64_t block_length = 1024;
-  int64_t batch = 1;
+  int64_t batch_size = 1;
   int64_t sink_positions = 4;
-  std::string percentiles = "10,20,30,50";
+  std::vector<std::string> percentiles = {"10", "20", "30", "50"};
 };
 
 std::string read_text(const std::string& path) {
@@ -57,26 +57,19 @@ std::string read_text(const std::string& path) {
 }
 
 void run(const Options& options, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   sg::h5::check_writable(options.common.output, options.common.force, options.checkpoints);
   if (!options.name.empty() && options.checkpoints.size() != 1)
     throw sg::UsageError("--name names one checkpoint; " + std::to_string(options.checkpoints.size()) + " were given");
   sg::SurveyRun survey;
   survey.statistics.sink_positions = options.sink_positions;
-  survey.statistics.batch = options.batch;
+  survey.statistics.batch = options.batch_size;
   survey.statistics.percentiles.clear();
-  for (const auto& q : sg::split_list(options.percentiles)) {
-    try {
-      survey.statistics.percentiles.push_back(std::stoll(q));
-    } catch (const std::exception&) {
-      throw sg::UsageError("--percentiles: '" + q + "' is not an integer");
-    }
-  }
+  for (const int64_t q : sg::parse_integers(options.percentiles, "--percentiles"))
+    survey.statistics.percentiles.push_back(q);
   survey.statistics.validate();
   survey.blocks = options.blocks;
   survey.block_length = options.block_length;
-  survey.tokenizer = options.tokenizer;
+  survey.tokenizer = options.vocab;
   survey.name = options.name;
   survey.device = options.common.device;
   survey.text_source = options.text;
@@ -85,15 +78,15 @@ void run(const Options& options, const std::string& command_line) {
   // Every input is checked before the first model is loaded.
   std::vector<std::string> inputs{options.text};
   for (const auto& path : options.checkpoints)
-    for (const auto& file : sg::model_input_files(path, options.tokenizer)) inputs.push_back(file);
+    for (const auto& file : sg::model_input_files(path, options.vocab)) inputs.push_back(file);
   const auto text = read_text(options.text);
 
   auto table = sg::survey_table();
   for (const auto& path : options.checkpoints) sg::survey_checkpoint(path, text, survey, table);
   const std::string config = "blocks=" + std::to_string(options.blocks) + " block_length=" +
                              std::to_string(options.block_length) + " sink_positions=" +
-                             std::to_string(options.sink_positions) + " percentiles=" + options.percentiles +
-                             " tokenizer=" + (options.tokenizer.empty() ? "own" : options.tokenizer);
+                             std::to_string(options.sink_positions) + " percentiles=" + sg::join(options.percentiles, ",") +
+                             " tokenizer=" + (options.vocab.empty() ? "own" : options.vocab);
   sg::write_table(options.common.output, table, sg::make_provenance("sg-survey", command_line, inputs, config),
                   options.common.force);
 }
@@ -109,14 +102,16 @@ int main(int argc, char** argv) {
   parser.option("checkpoints", options.checkpoints,
                 "Hugging Face checkpoint folders (GPT-2, GPT-NeoX/Pythia) or sg-train run files", /*required=*/true);
   parser.option("--text", options.text, "text file to measure on (the paper: WikiText-2 validation, raw)", /*required=*/true);
-  parser.option("--tokenizer", options.tokenizer,
+  parser.option("--vocab", options.vocab,
                 "vocabulary for every checkpoint (default: the folder's own tokenizer; the GPT-2 one for run files)");
   parser.option("--name", options.name, "model name in the table (one checkpoint only; default: the folder's base name, or a run's tier/arm/seed)");
   parser.option("--blocks", options.blocks, "number of blocks (consecutive chunks of the tokenised text)");
   parser.option("--block-length", options.block_length, "tokens per block");
-  parser.option("--batch", options.batch, "blocks per forward pass");
+  parser.option("--batch-size", options.batch_size, "blocks per forward pass");
   parser.option("--sink-positions", options.sink_positions, "first key positions treated as the sink");
-  parser.option("--percentiles", options.percentiles, "percentiles q of the quiet band, comma-separated");
+  parser.list("--percentiles", options.percentiles, "percentiles q of the quiet band, comma list or repeats");
+  parser.renamed("--tokenizer", "--vocab");
+  parser.renamed("--batch", "--batch-size");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
                                     sg::cli::kLogLevel);
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });

@@ -10,8 +10,8 @@
 // missing cells NaN; read it with `set datafile separator "\t"`). --format h5 writes the
 // (concatenated, filtered) rows as a result table instead.
 //
-// Repeatable options (--label, --order, --where, …) take every word up to the next option: put
-// the input files first, or end the options with --.
+// Repeatable options (--label, --order, --where, …) take one value per occurrence, so input files
+// may stand anywhere: `sg-tabulate --where arm=a --where tier=10M t.csv` is `… t.csv --where …`.
 //
 // Examples:
 //   sg-pairdiff runs/*.h5 --ref-mean | sg-tabulate - --rows arm --cols tier --signed --plain statistic=mean
@@ -88,7 +88,6 @@ std::string format_for(const std::string& output) {
 }
 
 void run(Options options, const std::string& tool, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
   if (options.inputs.empty()) options.inputs.push_back("-");
   if (options.format == "auto") options.format = format_for(options.common.output);
   const bool to_h5 = options.format == "h5";

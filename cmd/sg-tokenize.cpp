@@ -34,7 +34,6 @@ struct Options {
 };
 
 void run(const Options& options, const std::string& command_line) {
-  sg::log::set_level(options.common.log_level);
   if (options.common.output.empty()) throw sg::UsageError("no output token file", "give -o FILE.h5");
   sg::h5::check_writable(options.common.output, options.common.force, sg::expand_inputs(options.inputs));
   const std::string vocab = options.vocab.empty() ? sg::default_vocabulary_path() : options.vocab;

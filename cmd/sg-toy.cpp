@@ -17,10 +17,6 @@
 //   sg-toy --condition blind --load 4 --threads 1 -o runs/toy/blind-4.h5
 //   sg-toy --load 2 --arms baseline,normgate --seeds 0 --steps 500 -o - | sg-tabulate - --cols arm --cell error
 #include <sstream>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
@@ -35,34 +31,20 @@ namespace {
 
 struct Options {
   sg::cli::CommonOptions common;
-  std::string conditions = "blind,visible";
-  std::string loads = "1,2,4,8";
-  std::vector<std::string> arms = {"baseline,offbyone,normgate,renorm,oracle"};  // comma lists, repeatable
-  std::string seeds = "0,1,2";
+  std::vector<std::string> conditions = {"blind", "visible"};
+  std::vector<std::string> loads = {"1", "2", "4", "8"};
+  std::vector<std::string> arms = {"baseline", "offbyone", "normgate", "renorm", "oracle"};
+  std::vector<std::string> seeds = {"0", "1", "2"};
   sg::toy::TaskConfig task;
   sg::toy::TrainOptions train;
 };
-
-std::vector<int64_t> integers(const std::string& text, const std::string& option) {
-  std::vector<int64_t> values;
-  for (const auto& item : sg::split_list(text)) {
-    try {
-      size_t used = 0;
-      values.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::logic_error&) {
-      throw sg::UsageError(option + ": '" + item + "' is not an integer");
-    }
-  }
-  if (values.empty()) throw sg::UsageError(option + " is empty");
-  return values;
-}
 
 std::string describe(const Options& o) {
   std::ostringstream out;
   const auto& t = o.task;
   const auto& r = o.train;
-  out << "conditions=" << o.conditions << " loads=" << o.loads << " arms=" << sg::join(o.arms, ",") << " seeds=" << o.seeds
+  out << "conditions=" << sg::join(o.conditions, ",") << " loads=" << sg::join(o.loads, ",")
+      << " arms=" << sg::join(o.arms, ",") << " seeds=" << sg::join(o.seeds, ",")
       << " dim=" << t.dim << " relevant=" << t.relevant << " length=" << t.length
       << " relevant_rate=" << t.relevant_rate << " tags=" << t.tags << " steps=" << r.steps << " batch=" << r.batch
       << " lr=" << r.lr << " optimizer=adam(0.9,0.999,1e-8) gate_beta=" << r.gate_beta
@@ -71,28 +53,15 @@ std::string describe(const Options& o) {
   return out.str();
 }
 
-/// Keeps freed memory for reuse. glibc otherwise maps every tensor of a few MB afresh and
-/// page-faults it on first touch, which doubles the time of this memory-bound loop.
-void keep_freed_memory() {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
-
 void run(Options options, const std::string& tool, const std::string& command_line) {
-  keep_freed_memory();
-  sg::log::set_level(options.common.log_level);
-  sg::set_threads(options.common.threads);
   options.train.device = sg::parse_device(options.common.device);
   std::vector<sg::toy::Routing> conditions;
-  for (const auto& name : sg::split_list(options.conditions)) conditions.push_back(sg::toy::parse_routing(name));
+  for (const auto& name : sg::split_lists(options.conditions)) conditions.push_back(sg::toy::parse_routing(name));
   if (conditions.empty()) throw sg::UsageError("--condition is empty");
-  const auto loads = integers(options.loads, "--load");
-  const auto seeds = integers(options.seeds, "--seeds");
+  const auto loads = sg::parse_integers(options.loads, "--load");
+  const auto seeds = sg::parse_integers(options.seeds, "--seeds");
   std::vector<sg::toy::ToyArm> arms;
-  for (const auto& item : options.arms)
-    for (const auto& name : sg::split_list(item)) arms.push_back(sg::toy::parse_toy_arm(name));
+  for (const auto& name : sg::split_lists(options.arms)) arms.push_back(sg::toy::parse_toy_arm(name));
   if (arms.empty()) throw sg::UsageError("--arms is empty");
   for (const auto condition : conditions)
     for (const int64_t load : loads) {
@@ -131,14 +100,14 @@ int main(int argc, char** argv) {
                                    "per arm, condition, load and seed; writes a result table.");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kDevice | sg::cli::kThreads |
                                     sg::cli::kLogLevel);
-  parser.option("--condition", options.conditions,
-                "blind (keys are random tags) and/or visible (keys are the items), comma-separated");
-  parser.option("--load", options.loads, "superposition loads N/d, comma-separated");
-  parser.option("--arms", options.arms,
-                "arms, comma-separated or repeated: oracle or an attention arm (not sinktoken)");
-  parser.option("--seeds", options.seeds, "seeds, comma-separated (dictionary, data stream and initialisation)");
+  parser.list("--condition", options.conditions,
+              "blind (keys are random tags) and/or visible (keys are the items); comma list or repeats");
+  parser.list("--load", options.loads, "superposition loads N/d; comma list or repeats");
+  parser.list("--arms", options.arms, "arms, comma list or repeats: oracle or an attention arm (not sinktoken)");
+  parser.list("--seeds", options.seeds, "seeds, comma list or repeats (dictionary, data stream and initialisation)");
   parser.option("--steps", options.train.steps, "training steps");
-  parser.option("--batch", options.train.batch, "sequences per step");
+  parser.option("--batch-size", options.train.batch, "sequences per step");
+  parser.renamed("--batch", "--batch-size");
   parser.option("--lr", options.train.lr, "Adam learning rate (constant)");
   parser.option("--gate-beta", options.train.gate_beta, "sharpness beta of the norm gate and the routing-slot control");
   parser.option("--dim", options.task.dim, "d: width of features, keys and reads");

@@ -80,12 +80,10 @@ sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& pars
 }
 
 void run(const Options& options, const sg::cli::Parser& parser) {
-  sg::log::set_level(options.common.log_level);
   // Launched by torchrun or srun: one rank of a data-parallel run. Progress comes from rank 0
   // (the others log at --log-level debug only); errors from every rank.
   const auto distributed = sg::distributed_env();
   if (distributed.distributed() && distributed.rank != 0 && options.common.log_level != "debug") sg::log::set_level("quiet");
-  sg::set_threads(options.common.threads);
   if (options.common.output.empty()) throw sg::UsageError("no output run file", "give -o FILE.h5");
   if (options.common.output == "-")  // every checkpoint rewrites the run file: stdout would get one file each
     throw sg::UsageError("a run file cannot be written to stdout ('-o -')",

@@ -26,7 +26,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE5 = os.path.join(ROOT, "tests", "fixtures", "paper_table5.csv")
-TEXT = "/usr/share/doc/python3.11/html/_sources/tutorial/introduction.rst.txt"
+from default_corpus import default_corpus  # noqa: E402
+
+TEXT = os.path.join(default_corpus(), "tutorial", "introduction.rst.txt")
 
 
 def cpu_model():

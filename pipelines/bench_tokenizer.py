@@ -26,7 +26,9 @@ import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-DEFAULT_TEXT = "/usr/share/doc/python3.11/html/_sources/**/*.rst.txt"
+from default_corpus import default_corpus  # noqa: E402
+
+DEFAULT_TEXT = os.path.join(default_corpus(), "**", "*.rst.txt")
 
 
 def default_vocab():

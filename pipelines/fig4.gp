@@ -5,7 +5,7 @@
 #
 #   gnuplot -e "data='runs/survey/fig4-models.tsv'; output='runs/survey/fig4.png'" pipelines/fig4.gp
 #
-# data: `sg-tabulate SURVEY.h5… --where scope=model statistic=sink_mass,blind_ratio_p30,content_share_p30
+# data: `sg-tabulate SURVEY.h5… --where scope=model --where statistic=sink_mass,blind_ratio_p30,content_share_p30
 # --rows family,model,params_m --cols statistic --col-order sink_mass,blind_ratio_p30,content_share_p30
 # --format tsv` (columns family, model, params_m, then the three statistics).
 

@@ -63,7 +63,7 @@ for arm in $ARMS baseline; do
 done
 cat "$OUT/throughput.tsv"
 
-# Data parallelism's own cost (issue 16: at most 2 %): the baseline again as a world of one rank
+# Data parallelism's own cost (the goal: at most 2 %): the baseline again as a world of one rank
 # over NCCL (torchrun's variables set by hand), its tokens/s against the plain run's above.
 run="$OUT/tp-nccl.h5"
 RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29561 \
@@ -85,7 +85,7 @@ step "$BIN/sg-inject" --tokens "$TOKENS" "$OUT/inject-run.h5" --device cuda \
 # Every probe on the same model (Table 8's overrides clean and at 0.2, sinks, selectivity, gate
 # tokens, kurtosis): 8 batches of 8 x 512 tokens, the explicit attention matrix one layer at a time.
 step "$BIN/sg-probe" --tokens "$TOKENS" "$OUT/inject-run.h5" --device cuda -o "$OUT/probe.h5" --force
-# Zero-shot scoring speed on the same 124M-shaped model (issue 14: the full LAMBADA set, 5,153
+# Zero-shot scoring speed on the same 124M-shaped model (the goal: the full LAMBADA set, 5,153
 # passages, in minutes on a GPU): 1,000 LAMBADA-like passages of 60 words cut from README.md (the
 # real data do not reach this machine); and sg-sample with the cache against --no-cache (greedy
 # output must agree).
@@ -132,7 +132,7 @@ if [ "$TESTS" != 0 ]; then
   awk -v v="${final:-99}" 'BEGIN { exit !(v < 8.0) }' || echo "the 10M run did not learn" >> "$OUT/failed-steps"
 fi
 
-# Issue 15's measurements (pipelines/GPU_COSTS.md, section 7), each against its prediction there:
+# The GPU-cost measurements (pipelines/GPU_COSTS.md, section 7), each against its prediction there:
 # the machine's clocks during a run (M0), the SDPA backend (M3), sequence length (M4), vocabulary
 # alignment (M5), one micro-batch (M6), the 10M tier's speed (M7) and the loss's chunk (M8). About
 # 6 minutes at today's speed; one table last, tokens/s per variant.

@@ -63,7 +63,7 @@ injections: $(call inject_files,$(sort $(TABLE6_TIERS) $(TABLE7_TIERS) $(TABLE9_
 $(OUT)/inject/%.h5: $(OUT)/runs/%.h5 | $(TOKENS)
 	@mkdir -p $(@D)
 	$(LAUNCH) $(BIN)/sg-inject --tokens $(TOKENS) $< --junk $(call inject_junk,$(call tier_of,$*),$(call arm_of,$*)) \
-	  --cutoff $(INJECT_CUTOFFS) --doses $(INJECT_DOSES) --context $(or $(INJECT_CONTEXT_$(call tier_of,$*)),0) \
+	  --cutoff $(INJECT_CUTOFFS) --dose $(INJECT_DOSES) --context $(or $(INJECT_CONTEXT_$(call tier_of,$*)),0) \
 	  --device $(DEVICE) --threads $(THREADS) $(INJECT_FLAGS) -o $@ --force
 
 # One table of all the runs of a table's tiers (pipe it into sg-tabulate for other layouts).

@@ -41,12 +41,12 @@ survey_empty :=
 survey_space := $(survey_empty) $(survey_empty)
 SURVEY_ORDER := $(subst $(survey_space),$(survey_comma),$(strip $(SURVEY_MODELS)))
 SURVEY_TABLE12 := sink_mass,r0_ratio,blind_ratio_p30,content_share_p30
-SURVEY_LABELS := --label 'statistic:sink_mass=Sink mass' 'statistic:r0_ratio=r0 ratio' \
-    'statistic:blind_ratio_p30=Blind-mass ratio @30' 'statistic:content_share_p30=Content share @30' \
-    --header 'model=Model' 'params_m=Params (M)' 'layers=Layers' 'heads=Heads'
+SURVEY_LABELS := --label 'statistic:sink_mass=Sink mass' --label 'statistic:r0_ratio=r0 ratio' \
+    --label 'statistic:blind_ratio_p30=Blind-mass ratio @30' --label 'statistic:content_share_p30=Content share @30' \
+    --header 'model=Model' --header 'params_m=Params (M)' --header 'layers=Layers' --header 'heads=Heads'
 
 survey_need_results = $(if $^,,$(error no checkpoint of SURVEY_MODELS is in $(CHECKPOINTS)/: run \
-    'make -f pipelines/survey.mk survey-download' (README.md, "sg-survey": Get the checkpoints and the text)))
+    'make -f pipelines/survey.mk survey-download' (docs/data.md, "Pretrained checkpoints and WikiText-2 validation")))
 
 .PHONY: table12 fig4 fig4-data survey-download survey-bench
 table12: $(SURVEY_DIR)/table12.md $(SURVEY_DIR)/table12.tsv
@@ -64,7 +64,7 @@ $(SURVEY_TEXT):
 
 $(SURVEY_DIR)/table12.md: $(SURVEY_RESULTS)
 	$(survey_need_results)
-	$(BIN)/sg-tabulate $^ --where scope=model statistic=$(SURVEY_TABLE12) --rows model,params_m,layers,heads \
+	$(BIN)/sg-tabulate $^ --where scope=model --where statistic=$(SURVEY_TABLE12) --rows model,params_m,layers,heads \
 	    --cols statistic --cell value --se none --decimals 3 --order model=$(SURVEY_ORDER) \
 	    --col-order $(SURVEY_TABLE12) $(SURVEY_LABELS) -o $@ --force
 
@@ -82,7 +82,7 @@ $(SURVEY_DIR)/fig4.tsv: $(SURVEY_RESULTS)
 SURVEY_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 $(SURVEY_DIR)/fig4-models.tsv: $(SURVEY_RESULTS)
 	$(survey_need_results)
-	$(BIN)/sg-tabulate $^ --where scope=model statistic=sink_mass,blind_ratio_p30,content_share_p30 \
+	$(BIN)/sg-tabulate $^ --where scope=model --where statistic=sink_mass,blind_ratio_p30,content_share_p30 \
 	    --rows family,model,params_m --cols statistic --cell value --se none --order model=$(SURVEY_ORDER) \
 	    --col-order sink_mass,blind_ratio_p30,content_share_p30 --format tsv -o $@ --force
 $(SURVEY_DIR)/fig4.png: $(SURVEY_DIR)/fig4-models.tsv $(SURVEY_PIPELINES)/fig4.gp
@@ -111,5 +111,5 @@ SURVEY_BENCH_TEXT ?= /usr/share/doc/python3.11/html/_sources/library/stdtypes.rs
 survey-bench:
 	@mkdir -p $(SURVEY_DIR)
 	$(SURVEY_PYTHON) tests/survey_reference.py bench $(SURVEY_DIR)/bench-gpt2
-	$(BIN)/sg-survey $(SURVEY_DIR)/bench-gpt2 --text $(SURVEY_BENCH_TEXT) --tokenizer $(SURVEY_VOCAB) \
+	$(BIN)/sg-survey $(SURVEY_DIR)/bench-gpt2 --text $(SURVEY_BENCH_TEXT) --vocab $(SURVEY_VOCAB) \
 	    $(SURVEY_FLAGS) -o $(SURVEY_DIR)/bench-gpt2.h5 --force

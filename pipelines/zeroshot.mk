@@ -8,8 +8,8 @@
 #   make -f Makefile.experiments zeroshot-pretrained PRETRAINED='checkpoints/gpt2 checkpoints/pythia-160m'
 #
 # One sg-eval call per run: $(OUT)/zeroshot/TIER/ARM/SEED.h5 (every metric; with the per-example
-# log-likelihoods beside it, SEED.examples.h5). The data are not fetched here (README, "Zero-shot
-# tasks", says how): LAMBADA (OpenAI's lambada_test.jsonl), HellaSwag (hellaswag_val.jsonl),
+# log-likelihoods beside it, SEED.examples.h5). The data are not fetched here (docs/data.md,
+# "Zero-shot task data", says how): LAMBADA (OpenAI's lambada_test.jsonl), HellaSwag (hellaswag_val.jsonl),
 # WikiText-2 (wiki.test.raw).
 #
 # Variables: LAMBADA, HELLASWAG, WIKITEXT (the data files), ZEROSHOT_TIER (124M; quick: the first
@@ -39,13 +39,13 @@ zeroshot: $(call zeroshot_files,$(ZEROSHOT_TIER))
 # The data files are the user's to fetch: say how when one is missing.
 $(LAMBADA):
 	@echo "zeroshot.mk: $@ is missing: LAMBADA, OpenAI's lambada_test.jsonl (5,153 passages)." >&2; \
-	 echo "  fetch it as README.md, \"Zero-shot tasks\", shows, or name it: LAMBADA=FILE" >&2; exit 1
+	 echo "  fetch it as docs/data.md, \"Zero-shot task data\", shows, or name it: LAMBADA=FILE" >&2; exit 1
 $(HELLASWAG):
 	@echo "zeroshot.mk: $@ is missing: HellaSwag's validation split, hellaswag_val.jsonl (10,042 items)." >&2; \
-	 echo "  fetch it as README.md, \"Zero-shot tasks\", shows, or name it: HELLASWAG=FILE" >&2; exit 1
+	 echo "  fetch it as docs/data.md, \"Zero-shot task data\", shows, or name it: HELLASWAG=FILE" >&2; exit 1
 $(WIKITEXT):
 	@echo "zeroshot.mk: $@ is missing: WikiText-2's raw test file, wiki.test.raw." >&2; \
-	 echo "  fetch it as README.md, \"Zero-shot tasks\", shows, or name it: WIKITEXT=FILE" >&2; exit 1
+	 echo "  fetch it as docs/data.md, \"Zero-shot task data\", shows, or name it: WIKITEXT=FILE" >&2; exit 1
 
 $(OUT)/zeroshot/%.h5: $(OUT)/runs/%.h5 $(ZEROSHOT_DATA)
 	@mkdir -p $(@D)
@@ -97,7 +97,7 @@ table11-vs-paper: $(OUT)/zeroshot-$(ZEROSHOT_TIER).h5
 	  -o $(OUT)/$@.md --force
 	@cat $(OUT)/$@.md
 
-# Reference points: pretrained checkpoints on the same tasks (README: GPT-2's published lm-eval figures).
+# Reference points: pretrained checkpoints on the same tasks (docs/paper.md: GPT-2's published lm-eval figures).
 zeroshot-pretrained: $(ZEROSHOT_DATA)
 	@if [ -z "$(PRETRAINED)" ]; then echo "zeroshot.mk: name the checkpoint folders: PRETRAINED='checkpoints/gpt2 …'" >&2; exit 1; fi
 	@mkdir -p $(OUT)

@@ -40,6 +40,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tokenizer_reference import bytes_to_unicode  # noqa: E402  (GPT-2's byte alphabet)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pipelines"))
+from default_corpus import test_corpus  # noqa: E402
+
 # Documented exit codes (lib/base/error.h): 0 ok, 3 bad input, 5 diverged.
 OK, USAGE, INPUT, DIVERGED = 0, 2, 3, 5
 
@@ -97,7 +100,7 @@ def make_seeds(bin_dir, seeds, python_ok):
     """Writes the seed inputs into `seeds`; returns {kind: path} (folders for the folder kinds)."""
     os.makedirs(seeds)
     tool = lambda name: os.path.join(bin_dir, name)
-    corpus_dir = "/usr/share/doc/python3.11/html/_sources/tutorial"
+    corpus_dir = test_corpus()
     text = ""
     for name in sorted(os.listdir(corpus_dir))[:4]:
         with open(os.path.join(corpus_dir, name), encoding="utf-8") as f:
@@ -165,7 +168,7 @@ def make_seeds(bin_dir, seeds, python_ok):
                                                                                    "sing.", "end."],
                                 "label": str(i % 4)}) + "\n")
     paths["examples"] = os.path.join(seeds, "examples.h5")
-    run([tool("sg-eval"), "--task", "lambada", "--lambada", paths["lambada"], "--tokenizer", paths["vocab.json"],
+    run([tool("sg-eval"), "--task", "lambada", "--lambada", paths["lambada"], "--vocab", paths["vocab.json"],
          "--threads", "1", "--log-level", "quiet", "--examples", paths["examples"], "-o", os.path.join(seeds, "zs.h5"),
          runs[0]])
 
@@ -217,7 +220,7 @@ def readers(bin_dir, seeds, out):
             ("sg-eval", [t("sg-eval"), "--tokens", tokens, "{F}"] + torch + o("eval.h5"), {OK, INPUT}),
             ("sg-train --resume", [t("sg-train"), "--tokens", tokens, "--resume", "-o", "{F}"] + torch,
              {OK, INPUT, DIVERGED}),
-            ("sg-sample", [t("sg-sample"), "{F}", "--tokenizer", seeds["vocab.json"], "--prompt", "The list", "-n", "4"]
+            ("sg-sample", [t("sg-sample"), "{F}", "--vocab", seeds["vocab.json"], "--prompt", "The list", "-n", "4"]
              + torch, {OK, INPUT}),
         ],
         "result": table,
@@ -232,10 +235,10 @@ def readers(bin_dir, seeds, out):
         "vocab.json": vocabulary,
         "tokenizer.json": vocabulary,
         # Exit 2 for an example longer than the model's context (lm-eval refuses it too).
-        "lambada": [("sg-eval --task lambada", [t("sg-eval"), "--task", "lambada", "--lambada", "{F}", "--tokenizer",
+        "lambada": [("sg-eval --task lambada", [t("sg-eval"), "--task", "lambada", "--lambada", "{F}", "--vocab",
                                                 seeds["vocab.json"], small] + torch + o("zs.h5"), {OK, USAGE, INPUT})],
         "hellaswag": [("sg-eval --task hellaswag", [t("sg-eval"), "--task", "hellaswag", "--hellaswag", "{F}",
-                                                    "--tokenizer", seeds["vocab.json"], small] + torch + o("zs.h5"),
+                                                    "--vocab", seeds["vocab.json"], small] + torch + o("zs.h5"),
                        {OK, USAGE, INPUT})],
     }
     if "hf" in seeds:

@@ -24,6 +24,17 @@
 
 namespace sg_test {
 
+/// True, after printing "SKIPPED: …" (ctest reports the test as skipped), when the tests' corpus
+/// (SG_TEST_CORPUS: the default corpus's tutorial/ folder) is missing on this machine.
+inline bool skip_without_corpus() {
+  struct stat info {};
+  if (stat(SG_TEST_CORPUS, &info) == 0 && S_ISDIR(info.st_mode)) return false;
+  std::printf("SKIPPED: the tests' corpus %s is missing (Debian's python3.11-doc; or configure with "
+              "-DSG_DEFAULT_CORPUS=DIR)\n", SG_TEST_CORPUS);
+  std::fflush(stdout);
+  return true;
+}
+
 /// Removes a folder and everything in it (a missing folder is not an error).
 inline void remove_tree(const std::string& dir) {
   nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,

@@ -38,7 +38,10 @@ import unicodedata
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
-TUTORIAL = "/usr/share/doc/python3.11/html/_sources/tutorial/*.rst.txt"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pipelines"))
+from default_corpus import test_corpus  # noqa: E402
+
+TUTORIAL = os.path.join(test_corpus(), "*.rst.txt")
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 ENDOFTEXT = "<|endoftext|>"
 

@@ -36,6 +36,8 @@ Parser::Parser(std::string tool, const std::string& description)
 Parser::~Parser() = default;
 
 void Parser::common(CommonOptions& o, unsigned which) {
+  common_ = &o;
+  common_flags_ = which;
   // An output without a default ('-' for stdout) is required, and --help says so.
   if (which & kOutput)
     option("-o,--output", o.output, o.output.empty() ? "output file" : "output file ('-' for stdout)",
@@ -45,8 +47,8 @@ void Parser::common(CommonOptions& o, unsigned which) {
   if (which & kDevice) option("--device", o.device, "cpu, cuda or cuda:N");
   if (which & kThreads) option("--threads", o.threads, "CPU threads (0: all cores)");
   if (which & kLogLevel) {
-    option("--log-level", o.log_level, "quiet, info or debug");
-    choices({"quiet", "info", "debug"});
+    option("--log-level", o.log_level, "error, quiet (warnings only), info or debug");
+    choices({"error", "quiet", "info", "debug"});
   }
   if (which & kConfig) option("--config", o.config, "configuration file of 'key = value' lines");
 }
@@ -65,8 +67,19 @@ void Parser::option(const std::string& names, std::vector<std::string>& values, 
   auto* added = app_->add_option(names, values, help)->capture_default_str()->required(required);
   // A repeatable named option takes one value per occurrence, so it cannot swallow the
   // positional inputs after it ("--set a=1 in.h5").
-  if (!names.empty() && names[0] == '-') added->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  if (!names.empty() && names[0] == '-')
+    added->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   last_ = added;
+}
+void Parser::list(const std::string& names, std::vector<std::string>& values, const std::string& help,
+                  bool required) {
+  // One value an occurrence, split at commas after parsing (CLI11's own delimiter lets a repeat
+  // swallow the positionals after it).
+  option(names, values, help, required);
+  lists_.push_back(&values);
+}
+void Parser::renamed(const std::string& old_name, const std::string& new_name) {
+  renamed_.emplace_back(old_name, new_name);
 }
 void Parser::flag(const std::string& names, bool& value, const std::string& help) {
   last_ = app_->add_flag(names, value, help);
@@ -79,8 +92,21 @@ void Parser::footer(const std::string& text) { app_->footer(text); }
 bool Parser::parse(int argc, char** argv) {
   command_line_.clear();
   for (int i = 0; i < argc; ++i) command_line_ += (i ? " " : "") + quote(argv[i]);
+  // Old spellings become the new ones before CLI11 sees them ("--old X", "--old=X"), up to "--".
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<std::string> warnings;
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i)
+    for (const auto& [old_name, new_name] : renamed_) {
+      const bool bare = args[i] == old_name;
+      if (!bare && args[i].compare(0, old_name.size() + 1, old_name + "=") != 0) continue;
+      args[i] = new_name + args[i].substr(old_name.size());
+      warnings.push_back(old_name + " is now spelled " + new_name + "; the old spelling goes in the next release");
+      break;
+    }
+  std::vector<char*> pointers;
+  for (auto& arg : args) pointers.push_back(arg.data());
   try {
-    app_->parse(argc, argv);
+    app_->parse(static_cast<int>(pointers.size()), pointers.data());
   } catch (const CLI::CallForHelp&) {
     std::cout << app_->help();
     return false;
@@ -108,6 +134,9 @@ bool Parser::parse(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     throw UsageError(error.what(), "run '" + tool_ + " --help' for the options");
   }
+  for (auto* values : lists_) *values = split_lists(*values);
+  if (common_ && (common_flags_ & kLogLevel)) log::set_level(common_->log_level);
+  for (const auto& warning : warnings) log::warn(warning);
   return true;
 }
 
@@ -118,6 +147,7 @@ int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>&
   // reader that goes away (`sg-train … 2>&1 | head`) must not stop a training run, and a data
   // writer whose reader has gone stops cleanly (ReaderGone), its temporary files removed.
   std::signal(SIGPIPE, SIG_IGN);
+  log::tool() = parser.tool();
   try {
     if (!parser.parse(argc, argv)) return kExitOk;
     body();

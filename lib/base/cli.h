@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -20,7 +21,7 @@ struct CommonOptions {
   int64_t seed = 0;              // --seed
   std::string device = "cpu";    // --device cpu | cuda | cuda:N
   int64_t threads = 0;           // --threads (0: all cores)
-  std::string log_level = "info";  // --log-level quiet | info | debug
+  std::string log_level = "info";  // --log-level error | quiet | info | debug
   std::string config;            // --config FILE
 };
 
@@ -58,7 +59,14 @@ class Parser {
   void option(const std::string& names, double& value, const std::string& help, bool required = false);
   void option(const std::string& names, std::vector<std::string>& values, const std::string& help,
               bool required = false);
+  /// A list option: comma lists and repeats both add items ("--arms a,b --arms c" gives a, b, c);
+  /// a positional list takes every remaining argument.
+  void list(const std::string& names, std::vector<std::string>& values, const std::string& help,
+            bool required = false);
   void flag(const std::string& names, bool& value, const std::string& help);
+  /// An old spelling of an option that still works for one release: "--tokenizer X" is read as
+  /// "--vocab X" with a warning naming the new spelling. Not shown in --help.
+  void renamed(const std::string& old_name, const std::string& new_name);
   /// Restricts the last registered option to these values.
   void choices(const std::vector<std::string>& allowed);
   /// Text shown after the options in --help (environment variables, notes).
@@ -75,19 +83,28 @@ class Parser {
   bool parse(int argc, char** argv);
   /// After parse: whether the option named `name` ("--tier") was on the command line.
   bool given(const std::string& name) const;
+  /// The common options registered by common(), or null; which ones (CommonFlag bits).
+  const CommonOptions* common_options() const { return common_; }
+  unsigned common_flags() const { return common_flags_; }
 
  private:
   std::string tool_;
   std::string command_line_;
   std::unique_ptr<CLI::App> app_;
   void* last_ = nullptr;  // the CLI::Option registered last
+  CommonOptions* common_ = nullptr;
+  unsigned common_flags_ = 0;
+  std::vector<std::pair<std::string, std::string>> renamed_;  // (old, new)
+  std::vector<std::vector<std::string>*> lists_;  // list options, split at commas after parsing
   std::function<std::string(const std::string&)> unknown_hint_;
 };
 
-/// Parses, then runs body. Every sg::Error is printed as "TOOL: error: MESSAGE" (and
-/// "hint: …") on stderr and mapped to its exit code, any other exception as an internal error
-/// (exit 1); returns the exit code. Tools that run a model use sg::run_torch_tool
-/// (lib/model/runtime.h), which also reports LibTorch's errors without their C++ backtrace.
+/// Parses, sets the log level from --log-level (where the tool has it) and the name warnings
+/// carry, then runs body. Every sg::Error is printed as "TOOL: error: MESSAGE" (and "hint: …")
+/// on stderr and mapped to its exit code, any other exception as an internal error (exit 1);
+/// returns the exit code. Tools that run a model use sg::run_torch_tool (lib/model/runtime.h),
+/// which also sets the threads and the heap and reports LibTorch's errors without their C++
+/// backtrace. No tool sets these itself.
 int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body);
 
 }  // namespace sg::cli

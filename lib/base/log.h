@@ -1,22 +1,39 @@
 // log.h — progress and diagnostics on stderr, filtered by --log-level.
+//
+// Levels, from the least said to the most: error (errors only: the tool wrapper prints those),
+// quiet (warnings too), info (progress too; the default), debug. A warning is something the user
+// must see even in a quiet script: an unfinished run measured, an option spelled the old way, a
+// setting that makes a result differ from what was asked.
 #pragma once
 #include <iostream>
 #include <string>
 
 namespace sg::log {
 
-enum class Level { quiet = 0, info = 1, debug = 2 };
+enum class Level { error = 0, quiet = 1, info = 2, debug = 3 };
 
 inline Level& level() {
   static Level current = Level::info;
   return current;
 }
 
-/// Sets the level from its name (quiet, info, debug); unknown names leave it unchanged.
+/// The name warnings are prefixed with ("sg-train: warning: …"); the tool wrapper sets it.
+inline std::string& tool() {
+  static std::string current = "sinkgate";
+  return current;
+}
+
+/// Sets the level from its name (error, quiet, info, debug); unknown names leave it unchanged.
 inline void set_level(const std::string& name) {
+  if (name == "error") level() = Level::error;
   if (name == "quiet") level() = Level::quiet;
   if (name == "info") level() = Level::info;
   if (name == "debug") level() = Level::debug;
+}
+
+/// "TOOL: warning: MESSAGE", shown at every level but error.
+inline void warn(const std::string& message) {
+  if (level() >= Level::quiet) std::cerr << tool() << ": warning: " << message << "\n";
 }
 
 inline void info(const std::string& message) {

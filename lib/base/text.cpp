@@ -1,10 +1,15 @@
-// text.cpp — join, trim, durations and near misses.
+// text.cpp — join, trim, lists, strict numbers, durations and near misses.
 #include "lib/base/text.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+
+#include "lib/base/error.h"
 
 namespace sg {
 
@@ -26,6 +31,64 @@ std::string trim(const std::string& text) {
   if (begin == std::string::npos) return "";
   const auto end = text.find_last_not_of(" \t\r\n");
   return text.substr(begin, end - begin + 1);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto comma = text.find(',', begin);
+    const auto item = trim(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return items;
+}
+
+std::vector<std::string> split_lists(const std::vector<std::string>& texts) {
+  std::vector<std::string> items;
+  for (const auto& text : texts)
+    for (auto& item : split_list(text)) items.push_back(std::move(item));
+  return items;
+}
+
+int64_t parse_integer(const std::string& text, const std::string& what) {
+  int64_t value = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin != end && *begin == '+' && begin + 1 != end && begin[1] != '-') ++begin;  // from_chars takes '-', not '+'
+  const auto [stop, error] = std::from_chars(begin, end, value);
+  if (text.empty() || error != std::errc() || stop != end)
+    throw UsageError(what + ": '" + text + "' is not an integer" +
+                     (error == std::errc::result_out_of_range ? " in range" : ""));
+  return value;
+}
+
+double parse_number(const std::string& text, const std::string& what) {
+  // strtod over the whole text: from_chars for doubles needs GCC 11's libstdc++, and strtod
+  // accepts exactly the forms people type (0.2, 1e-3, .5, +2).
+  char* stop = nullptr;
+  errno = 0;
+  const double value = text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ? std::nan("")
+                                                                                         : std::strtod(text.c_str(), &stop);
+  if (text.empty() || stop != text.c_str() + text.size() || !std::isfinite(value) || errno == ERANGE)
+    throw UsageError(what + ": '" + text + "' is not a (finite) number");
+  return value;
+}
+
+std::vector<int64_t> parse_integers(const std::vector<std::string>& texts, const std::string& what) {
+  std::vector<int64_t> values;
+  for (const auto& item : split_lists(texts)) values.push_back(parse_integer(item, what));
+  if (values.empty()) throw UsageError(what + " is empty");
+  return values;
+}
+
+std::vector<double> parse_numbers(const std::vector<std::string>& texts, const std::string& what) {
+  std::vector<double> values;
+  for (const auto& item : split_lists(texts)) values.push_back(parse_number(item, what));
+  if (values.empty()) throw UsageError(what + " is empty");
+  return values;
 }
 
 namespace {

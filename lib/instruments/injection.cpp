@@ -24,9 +24,10 @@ struct ExposureSums {
 
 }  // namespace
 
-void set_battery(InjectionOptions& options, const std::string& junk, const std::string& cutoffs, const std::string& doses) {
-  auto items = [](const std::string& text, const std::string& option) {
-    const auto list = split_list(text);
+void set_battery(InjectionOptions& options, const std::vector<std::string>& junk, const std::vector<std::string>& cutoffs,
+                 const std::vector<std::string>& doses) {
+  auto items = [](const std::vector<std::string>& texts, const std::string& option) {
+    const auto list = split_lists(texts);
     if (list.empty()) throw UsageError(option + " is empty");
     for (size_t i = 0; i < list.size(); ++i)
       for (size_t j = 0; j < i; ++j)
@@ -38,16 +39,9 @@ void set_battery(InjectionOptions& options, const std::string& junk, const std::
   options.cutoffs.clear();
   for (const auto& name : items(cutoffs, "--cutoff")) options.cutoffs.push_back(parse_cutoff(name));
   options.doses.clear();
-  for (const auto& text : items(doses, "--doses")) {
-    double dose = std::nan("");
-    try {
-      size_t used = 0;
-      dose = std::stod(text, &used);
-      if (used != text.size()) dose = std::nan("");
-    } catch (const std::logic_error&) {
-    }
-    if (!(dose >= 0) || !std::isfinite(dose))
-      throw UsageError("--doses: '" + text + "' is not a dose (a finite number >= 0)");
+  for (const auto& text : items(doses, "--dose")) {
+    const double dose = parse_number(text, "--dose");
+    if (!(dose >= 0)) throw UsageError("--dose: '" + text + "' is not a dose (a finite number >= 0)");
     options.doses.push_back(dose);
   }
 }

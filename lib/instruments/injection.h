@@ -80,10 +80,11 @@ struct InjectionResult {
   std::vector<JunkType> skipped;  // junk types left out as inapplicable to this arm
 };
 
-/// Sets options.junk, .cutoffs and .doses from comma lists ("structured,gaussian", "median,q25",
-/// "0.2,0.4"); UsageError naming the option and the item for an unknown name, a dose that is not
+/// Sets options.junk, .cutoffs and .doses from comma lists and/or repeats ({"structured,gaussian"},
+/// {"median", "q25"}, {"0.2,0.4"}); UsageError naming the option and the item for an unknown name, a dose that is not
 /// a finite number >= 0, an empty list or a repeated item.
-void set_battery(InjectionOptions& options, const std::string& junk, const std::string& cutoffs, const std::string& doses);
+void set_battery(InjectionOptions& options, const std::vector<std::string>& junk, const std::vector<std::string>& cutoffs,
+                 const std::vector<std::string>& doses);
 
 /// Exposure of one layer's attention: weights (B, H, T, T) on the real keys, phantom_mass
 /// (B, H, T) or undefined, read_norms (B, H, T), the first `skip` positions not reads (sink token).

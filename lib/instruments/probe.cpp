@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "lib/base/error.h"
@@ -281,11 +282,210 @@ std::vector<RankedToken> rank_tokens(const torch::Tensor& mean_gate, const torch
 
 // --- the probes ------------------------------------------------------------------------------
 
+namespace {
+
+/// What every probe of one model shares: the arm's shape, the fixed batches, the options, the
+/// rows so far and the progress of the passes.
+struct ProbeRun {
+  GPTImpl& model;
+  const Arm& arm;
+  const ProbeOptions& options;
+  const std::vector<Batch>& batches;
+  int64_t layers, heads, vocab_size;
+  int64_t extra;  // positions before the text: 1 for a sink token
+  bool zero_option;
+  ProbeResult& result;
+  PassProgress& progress;
+  bool asked(Probe p) const {
+    return std::find(options.probes.begin(), options.probes.end(), p) != options.probes.end() && probe_applies(p, arm);
+  }
+};
+
+/// The accumulators of the telemetry probes, filled in one clean pass over the batches.
+struct Telemetry {
+  Telemetry(const ProbeRun& run, const SurveyOptions& survey)
+      : incidence(run.layers, run.heads, survey, run.options.batches * run.options.batch_size),
+        selectivity(run.layers, run.heads),
+        gate_tokens(run.asked(Probe::gate_tokens) ? run.layers : 0, run.vocab_size),
+        kurtosis(run.layers) {}
+  IncidenceAccumulator incidence;
+  SelectivityAccumulator selectivity;
+  GateTokenAccumulator gate_tokens;
+  KurtosisAccumulator kurtosis;
+  std::vector<HeadIncidence> incidence_heads;  // incidence.finish(), where sinks or selectivity need it
+};
+
+void sink_rows(const ProbeRun& run, const Telemetry& telemetry) {
+  std::vector<std::string> names{"position0_mass"};
+  if (run.zero_option) names.push_back(zero_option_statistic(run.arm));
+  names.insert(names.end(), {"sink_mass", "r0_ratio"});
+  std::vector<std::vector<double>> values;
+  for (const auto& h : telemetry.incidence_heads) {
+    std::vector<double> v{h.position0_mass};
+    if (run.zero_option) v.push_back(h.zero_option_mass);
+    v.insert(v.end(), {h.sink_mass, h.r0_ratio});
+    values.push_back(v);
+  }
+  std::vector<bool> median(names.size(), false);
+  median.back() = true;  // r0_ratio: the median over heads, as sg-survey
+  add_head_rows(run.result.rows, Probe::sinks, run.layers, run.heads, names, values, median);
+}
+
+void selectivity_rows(const ProbeRun& run, const Telemetry& telemetry) {
+  std::vector<std::string> names{"within_row_spread", "between_row_spread", "mean_gate"};
+  if (run.zero_option) names.push_back(zero_option_statistic(run.arm));
+  const auto spread = telemetry.selectivity.finish();
+  std::vector<std::vector<double>> values;
+  for (size_t i = 0; i < spread.size(); ++i) {
+    std::vector<double> v{spread[i].within_row_spread, spread[i].between_row_spread, spread[i].mean_gate};
+    if (run.zero_option) v.push_back(telemetry.incidence_heads[i].zero_option_mass);
+    values.push_back(v);
+  }
+  add_head_rows(run.result.rows, Probe::selectivity, run.layers, run.heads, names, values,
+                std::vector<bool>(names.size(), false));
+}
+
+void kurtosis_rows(const ProbeRun& run, const Telemetry& telemetry) {
+  std::vector<std::vector<double>> values;
+  for (int64_t l = 0; l < run.layers; ++l) {
+    const auto excess = telemetry.kurtosis.excess(l);  // (H, d); undefined when the layer saw nothing
+    for (int64_t h = 0; h < run.heads; ++h)
+      values.push_back({excess.defined() ? excess[h].nanmean().item<double>() : kNaN});
+  }
+  add_head_rows(run.result.rows, Probe::kurtosis, run.layers, run.heads, {"excess_kurtosis"}, values, {false});
+}
+
+void gate_token_rows(const ProbeRun& run, const Telemetry& telemetry) {
+  const auto counts = telemetry.gate_tokens.counts();
+  for (int64_t l = -1; l < run.layers; ++l) {
+    const auto means = telemetry.gate_tokens.mean_gate(l);
+    for (const auto& ranked : rank_tokens(means, counts, run.options.min_count, run.options.top)) {
+      ProbeRow row{Probe::gate_tokens, "mean_gate"};
+      if (l >= 0) row.layer = std::to_string(l);
+      row.end = ranked.end;
+      row.rank = ranked.rank;
+      row.token = ranked.id;
+      if (run.options.vocabulary) {
+        try {
+          row.text = display_text(run.options.vocabulary->decode({static_cast<int32_t>(ranked.id)}));
+        } catch (const InputError&) {
+          row.text = "";
+        }
+      }
+      row.value = means[ranked.id].item<double>();
+      run.result.rows.push_back(row);
+      row.statistic = "occurrences";
+      row.value = static_cast<double>(counts[ranked.id].item<int64_t>());
+      run.result.rows.push_back(row);
+    }
+  }
+}
+
+/// sinks, selectivity, gate-tokens and kurtosis: one clean pass with telemetry, then each probe's rows.
+void telemetry_probes(ProbeRun& run) {
+  SurveyOptions survey;
+  survey.sink_positions = run.options.sink_positions;
+  survey.percentiles = {50};
+  const bool want_incidence = run.asked(Probe::sinks) || (run.asked(Probe::selectivity) && run.zero_option);
+  Telemetry telemetry(run, survey);
+  const bool sinks = run.asked(Probe::sinks), selectivity = run.asked(Probe::selectivity),
+             gate_tokens = run.asked(Probe::gate_tokens), kurtosis = run.asked(Probe::kurtosis);
+  size_t current = 0;
+  auto hooks = std::make_shared<AttentionHooks>();
+  hooks->telemetry = [&](int64_t layer, const AttentionTelemetry& t) {
+    if (want_incidence) telemetry.incidence.add(layer, t.weights, t.read_norms, t.phantom_mass, run.extra);
+    if (selectivity) telemetry.selectivity.add(layer, t.weights, t.gates, run.extra, run.options.sink_positions);
+    if (gate_tokens) telemetry.gate_tokens.add(layer, t.gates, run.batches[current].inputs, run.extra);
+    if (kurtosis) telemetry.kurtosis.add(layer, t.reads, run.extra);
+  };
+  run.model.set_hooks(hooks);
+  for (current = 0; current < run.batches.size(); ++current) run.model.hidden(run.batches[current].inputs);
+  run.model.set_hooks(nullptr);
+  if (want_incidence) telemetry.incidence_heads = telemetry.incidence.finish(run.zero_option);
+  if (sinks) sink_rows(run, telemetry);
+  if (selectivity) selectivity_rows(run, telemetry);
+  if (kurtosis) kurtosis_rows(run, telemetry);
+  if (gate_tokens) gate_token_rows(run, telemetry);
+  run.progress.report("telemetry (" + std::to_string(run.batches.size()) + " batches)");
+}
+
+/// One column of Table 8: clean (spec null) or under one junk condition.
+struct OverrideColumn {
+  std::optional<CorruptionSpec> junk;
+};
+
+/// The mean loss over the batches with the gate overridden by `how`, clean or under `column`'s junk.
+double override_loss(ProbeRun& run, GateOverride how, const OverrideColumn& column,
+                     const std::vector<torch::Tensor>& directions) {
+  std::unique_ptr<Corruptor> corruptor;
+  if (column.junk)
+    corruptor = std::make_unique<Corruptor>(*column.junk, column.junk->junk == JunkType::own_direction
+                                                              ? directions
+                                                              : std::vector<torch::Tensor>{});
+  double total = 0;
+  for (size_t k = 0; k < run.batches.size(); ++k) {
+    AttentionHooks base;
+    base.gate_override = how;
+    // The shuffle's permutations: keyed by (seed, batch) here and the layer in attend().
+    base.override_seed =
+        static_cast<int64_t>(static_cast<uint64_t>(run.options.seed) * 1000003u + static_cast<uint64_t>(k));
+    if (corruptor) {
+      corruptor->set_batch(static_cast<int64_t>(k));
+      run.model.set_hooks(corruptor->hooks(base));
+    } else {
+      run.model.set_hooks(base.active() ? std::make_shared<AttentionHooks>(base) : nullptr);
+    }
+    total += run.model.loss(run.batches[k].inputs, run.batches[k].targets).item<double>();
+  }
+  run.model.set_hooks(nullptr);
+  return total / static_cast<double>(run.batches.size());
+}
+
+/// Table 8: every override in the clean column and in each corrupted one (junk × cutoff × dose).
+void override_probe(ProbeRun& run, const std::vector<OverrideColumn>& columns,
+                    const std::vector<torch::Tensor>& directions) {
+  // Every override needs the explicit attention matrix; the trained gate is scored on the same
+  // path, so that loss_increase holds no difference between kernels (e.g. under bf16).
+  run.model.set_backend(AttentionBackend::explicit_math);
+  for (const auto& column : columns) {
+    double trained = kNaN;
+    for (const auto& [how, name] : overrides()) {
+      const double loss = override_loss(run, how, column, directions);
+      if (how == GateOverride::none) trained = loss;
+      for (const char* statistic : {"loss", "loss_increase"}) {
+        ProbeRow row{Probe::overrides, statistic};
+        row.override_name = name;
+        if (column.junk) {
+          row.junk = to_string(column.junk->junk);
+          row.cutoff = to_string(column.junk->cutoff);
+          row.dose = column.junk->dose;
+        }
+        row.value = std::string(statistic) == "loss" ? loss : loss - trained;
+        run.result.rows.push_back(row);
+      }
+      std::ostringstream line;
+      line << "overrides " << name;
+      if (column.junk)
+        line << " " << to_string(column.junk->junk) << " " << to_string(column.junk->cutoff) << " dose "
+             << column.junk->dose;
+      else
+        line << " clean";
+      line << ": loss " << std::fixed << std::setprecision(4) << loss;
+      run.progress.report(line.str());
+    }
+  }
+}
+
+}  // namespace
+
 ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile& tokens, const ProbeOptions& options) {
   if (options.batches < 1) throw UsageError("--batches must be at least 1");
   if (options.batch_size < 1) throw UsageError("--batch-size must be at least 1");
-  if (!(options.dose >= 0) || !std::isfinite(options.dose))
-    throw UsageError("--dose must be a finite number >= 0, not " + format_exact(options.dose));
+  if (options.junk.empty() || options.cutoffs.empty() || options.doses.empty())
+    throw UsageError("--junk, --cutoff and --dose need at least one item each");
+  for (const double dose : options.doses)
+    if (!(dose >= 0) || !std::isfinite(dose))
+      throw UsageError("--dose must be a finite number >= 0, not " + format_exact(dose));
   if (options.sink_positions < 1) throw UsageError("--sink-positions must be at least 1");
   if (options.min_count < 1) throw UsageError("--min-count must be at least 1");
   if (options.top < 0) throw UsageError("--top must be 0 (every token) or more");
@@ -299,171 +499,41 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
   if (result.context <= options.sink_positions)
     throw UsageError("--context " + std::to_string(result.context) + " leaves no query after the " +
                      std::to_string(options.sink_positions) + " sink position(s)");
+  for (Probe p : options.probes)
+    if (!probe_applies(p, arm)) result.skipped.push_back(p);
   auto asked = [&](Probe p) {
     return std::find(options.probes.begin(), options.probes.end(), p) != options.probes.end() && probe_applies(p, arm);
   };
-  for (Probe p : options.probes)
-    if (!probe_applies(p, arm)) result.skipped.push_back(p);
-  const bool overrides_on = asked(Probe::overrides);
-  const bool corrupted_column = overrides_on && options.dose > 0;
+  const int64_t extra = arm.zero == ZeroOption::sinktoken ? 1 : 0;
+  // Table 8's columns: clean, then each junk × cutoff × dose > 0.
+  std::vector<OverrideColumn> columns{{std::nullopt}};
   const auto directions = gate_directions(model);
-  if (corrupted_column) {
-    if (options.junk == JunkType::structured && options.batch_size < 2)
-      throw UsageError("structured junk comes from another sequence of the batch: --batch-size must be at least 2");
-    if (options.junk == JunkType::own_direction && directions.empty())
-      throw UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " has none");
-  }
+  if (asked(Probe::overrides))
+    for (const auto junk : options.junk)
+      for (const auto cutoff : options.cutoffs)
+        for (const double dose : options.doses) {
+          if (dose == 0) continue;
+          if (junk == JunkType::structured && options.batch_size < 2)
+            throw UsageError("structured junk comes from another sequence of the batch: --batch-size must be at least 2");
+          if (junk == JunkType::own_direction && directions.empty())
+            throw UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " has none");
+          columns.push_back({CorruptionSpec{junk, cutoff, dose, options.seed, extra}});
+        }
   const bool telemetry_on =
       asked(Probe::sinks) || asked(Probe::selectivity) || asked(Probe::gate_tokens) || asked(Probe::kurtosis);
-  const int64_t extra = arm.zero == ZeroOption::sinktoken ? 1 : 0;
-  const int64_t layers = m.n_layer, heads = m.n_head;
 
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(options.device);
   EvaluationScope scope(model);
   const auto batches =
       evaluation_batches(tokens, result.eval_seed, options.batches, options.batch_size, result.context, options.device);
-
-  const std::vector<double> doses = corrupted_column ? std::vector<double>{0.0, options.dose} : std::vector<double>{0.0};
-  const int64_t passes = (telemetry_on ? 1 : 0) + (overrides_on ? static_cast<int64_t>(4 * doses.size()) : 0);
+  const int64_t passes = (telemetry_on ? 1 : 0) +
+                         (asked(Probe::overrides) ? static_cast<int64_t>(overrides().size() * columns.size()) : 0);
   PassProgress progress(passes, options.progress);
-  auto report = [&](const std::string& what) { progress.report(what); };
-
-  if (telemetry_on) {
-    SurveyOptions survey;
-    survey.sink_positions = options.sink_positions;
-    survey.percentiles = {50};
-    const bool zero_option = arm.zero != ZeroOption::none;
-    const bool want_incidence = asked(Probe::sinks) || (asked(Probe::selectivity) && zero_option);
-    IncidenceAccumulator incidence(layers, heads, survey, options.batches * options.batch_size);
-    SelectivityAccumulator selectivity(layers, heads);
-    GateTokenAccumulator gate_tokens(asked(Probe::gate_tokens) ? layers : 0, m.vocab_size);
-    KurtosisAccumulator kurtosis(layers);
-    int64_t current = 0;
-    auto hooks = std::make_shared<AttentionHooks>();
-    hooks->telemetry = [&](int64_t layer, const AttentionTelemetry& t) {
-      if (want_incidence) incidence.add(layer, t.weights, t.read_norms, t.phantom_mass, extra);
-      if (asked(Probe::selectivity)) selectivity.add(layer, t.weights, t.gates, extra, options.sink_positions);
-      if (asked(Probe::gate_tokens)) gate_tokens.add(layer, t.gates, batches[current].inputs, extra);
-      if (asked(Probe::kurtosis)) kurtosis.add(layer, t.reads, extra);
-    };
-    model.set_hooks(hooks);
-    for (current = 0; current < options.batches; ++current) model.hidden(batches[current].inputs);
-    model.set_hooks(nullptr);
-
-    const auto incidence_heads = want_incidence ? incidence.finish(zero_option) : std::vector<HeadIncidence>{};
-    if (asked(Probe::sinks)) {
-      std::vector<std::string> names{"position0_mass"};
-      if (zero_option) names.push_back(zero_option_statistic(arm));
-      names.insert(names.end(), {"sink_mass", "r0_ratio"});
-      std::vector<std::vector<double>> values;
-      for (const auto& h : incidence_heads) {
-        std::vector<double> v{h.position0_mass};
-        if (zero_option) v.push_back(h.zero_option_mass);
-        v.insert(v.end(), {h.sink_mass, h.r0_ratio});
-        values.push_back(v);
-      }
-      std::vector<bool> median(names.size(), false);
-      median.back() = true;  // r0_ratio: the median over heads, as sg-survey
-      add_head_rows(result.rows, Probe::sinks, layers, heads, names, values, median);
-    }
-    if (asked(Probe::selectivity)) {
-      std::vector<std::string> names{"within_row_spread", "between_row_spread", "mean_gate"};
-      if (zero_option) names.push_back(zero_option_statistic(arm));
-      const auto spread = selectivity.finish();
-      std::vector<std::vector<double>> values;
-      for (size_t i = 0; i < spread.size(); ++i) {
-        std::vector<double> v{spread[i].within_row_spread, spread[i].between_row_spread, spread[i].mean_gate};
-        if (zero_option) v.push_back(incidence_heads[i].zero_option_mass);
-        values.push_back(v);
-      }
-      add_head_rows(result.rows, Probe::selectivity, layers, heads, names, values,
-                    std::vector<bool>(names.size(), false));
-    }
-    if (asked(Probe::kurtosis)) {
-      std::vector<std::vector<double>> values;
-      for (int64_t l = 0; l < layers; ++l) {
-        const auto excess = kurtosis.excess(l);  // (H, d); undefined when the layer saw nothing
-        for (int64_t h = 0; h < heads; ++h)
-          values.push_back({excess.defined() ? excess[h].nanmean().item<double>() : kNaN});
-      }
-      add_head_rows(result.rows, Probe::kurtosis, layers, heads, {"excess_kurtosis"}, values, {false});
-    }
-    if (asked(Probe::gate_tokens)) {
-      const auto counts = gate_tokens.counts();
-      for (int64_t l = -1; l < layers; ++l) {
-        const auto means = gate_tokens.mean_gate(l);
-        for (const auto& ranked : rank_tokens(means, counts, options.min_count, options.top)) {
-          ProbeRow row{Probe::gate_tokens, "mean_gate"};
-          if (l >= 0) row.layer = std::to_string(l);
-          row.end = ranked.end;
-          row.rank = ranked.rank;
-          row.token = ranked.id;
-          if (options.vocabulary) {
-            try {
-              row.text = display_text(options.vocabulary->decode({static_cast<int32_t>(ranked.id)}));
-            } catch (const InputError&) {
-              row.text = "";
-            }
-          }
-          row.value = means[ranked.id].item<double>();
-          result.rows.push_back(row);
-          row.statistic = "occurrences";
-          row.value = static_cast<double>(counts[ranked.id].item<int64_t>());
-          result.rows.push_back(row);
-        }
-      }
-    }
-    report("telemetry (" + std::to_string(options.batches) + " batches)");
-  }
-
-  if (overrides_on) {
-    // Every override needs the explicit attention matrix; the trained gate is scored on the same
-    // path, so that loss_increase holds no difference between kernels (e.g. under bf16).
-    model.set_backend(AttentionBackend::explicit_math);
-    std::vector<double> trained(doses.size(), kNaN);
-    for (size_t d = 0; d < doses.size(); ++d) {
-      const double dose = doses[d];
-      for (const auto& [how, name] : overrides()) {
-        std::unique_ptr<Corruptor> corruptor;
-        if (dose > 0)
-          corruptor = std::make_unique<Corruptor>(
-              CorruptionSpec{options.junk, options.cutoff, dose, options.seed, extra},
-              options.junk == JunkType::own_direction ? directions : std::vector<torch::Tensor>{});
-        double total = 0;
-        for (int64_t k = 0; k < options.batches; ++k) {
-          AttentionHooks base;
-          base.gate_override = how;
-          // The shuffle's permutations: keyed by (seed, batch) here and the layer in attend().
-          base.override_seed = static_cast<int64_t>(static_cast<uint64_t>(options.seed) * 1000003u + static_cast<uint64_t>(k));
-          if (corruptor) {
-            corruptor->set_batch(k);
-            model.set_hooks(corruptor->hooks(base));
-          } else {
-            model.set_hooks(base.active() ? std::make_shared<AttentionHooks>(base) : nullptr);
-          }
-          total += model.loss(batches[k].inputs, batches[k].targets).item<double>();
-        }
-        model.set_hooks(nullptr);
-        const double loss = total / static_cast<double>(options.batches);
-        if (how == GateOverride::none) trained[d] = loss;
-        for (const char* statistic : {"loss", "loss_increase"}) {
-          ProbeRow row{Probe::overrides, statistic};
-          row.override_name = name;
-          if (dose > 0) {
-            row.junk = to_string(options.junk);
-            row.cutoff = to_string(options.cutoff);
-          }
-          row.dose = dose;
-          row.value = std::string(statistic) == "loss" ? loss : loss - trained[d];
-          result.rows.push_back(row);
-        }
-        std::ostringstream line;
-        line << "overrides " << name << " dose " << dose << ": loss " << std::fixed << std::setprecision(4) << loss;
-        report(line.str());
-      }
-    }
-  }
+  ProbeRun run{model, arm, options, batches, m.n_layer, m.n_head, m.vocab_size, extra, arm.zero != ZeroOption::none,
+               result, progress};
+  if (telemetry_on) telemetry_probes(run);
+  if (asked(Probe::overrides)) override_probe(run, columns, directions);
   return result;
 }
 

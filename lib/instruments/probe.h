@@ -10,8 +10,8 @@
 //
 //   overrides    (Table 8; value-slot gate arms) the mean validation loss with the trained gate
 //                and with each GateOverride of attention.h (row mean, shuffle within row, reopen),
-//                clean (ε = 0) and under junk (default structured, 25th-percentile cutoff,
-//                ε = 0.2: the primary condition of Section 6). The shuffle is seeded by (seed,
+//                clean (ε = 0) and under junk, one column per junk type × cutoff × dose (default
+//                structured, 25th-percentile cutoff, ε = 0.2). The shuffle is seeded by (seed,
 //                batch, layer), never by the arm. Statistics loss and loss_increase (over the
 //                trained gate at the same ε).
 //   sinks        (Section 4.4, Figure 5; every arm) per head: position0_mass = mean over queries of
@@ -83,10 +83,11 @@ struct ProbeOptions {
   int64_t context = 0;     // 0: min(512, the model's context), as sg-inject
   int64_t eval_seed = -1;  // -1: the run's eval_seed
   int64_t seed = 0;        // the shuffle's permutations and the junk's random choices
-  // The corrupted column of Table 8.
-  JunkType junk = JunkType::structured;
-  Cutoff cutoff = Cutoff::q25;
-  double dose = 0.2;
+  // The corrupted columns of Table 8: every junk × cutoff × dose > 0 (dose 0: the clean column,
+  // always measured).
+  std::vector<JunkType> junk = {JunkType::structured};
+  std::vector<Cutoff> cutoffs = {Cutoff::q25};
+  std::vector<double> doses = {0.2};
   int64_t sink_positions = 1;  // S
   int64_t min_count = 20;      // gate-tokens: occurrences a token needs to be listed
   int64_t top = 10;            // gate-tokens: tokens listed at each end (0: every qualifying token)

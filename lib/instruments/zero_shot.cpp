@@ -22,7 +22,7 @@ using json = nlohmann::json;
 
 std::string read_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot be read", "give the " + what + " file (README, \"Zero-shot tasks\")");
+  if (!in) throw InputError(path + ": cannot be read", "give the " + what + " file (docs/data.md, \"Zero-shot task data\")");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();

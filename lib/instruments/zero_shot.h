@@ -23,8 +23,8 @@
 //   rolling log-likelihood over disjoint windows of max_length with the end-of-text token before
 //   the first; word_perplexity = exp(−Σ ll / Σ words), words = len(re.split(r"\s+", page)) of the
 //   original page; byte_perplexity and bits_per_byte over its UTF-8 bytes; token_perplexity
-//   over the predicted tokens; ppl = word_perplexity (the paper's Table 10 column, README).
-// Table 11 (this project's definition; README): the distance in tokens from the first
+//   over the predicted tokens; ppl = word_perplexity (the paper's Table 10 column, docs/decisions.md).
+// Table 11 (this project's definition; docs/decisions.md): the distance in tokens from the first
 //   continuation token back to the first token of the target word's most recent earlier
 //   occurrence in the context (words = maximal runs of non-white-space, compared exactly,
 //   case-sensitive, after stripping leading and trailing non-alphanumeric characters; the token

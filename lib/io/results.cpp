@@ -189,19 +189,6 @@ std::string format_exact(double value) {
   return std::string(buffer, end);
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const auto comma = text.find(',', begin);
-    const auto item = trim(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
-    if (!item.empty()) items.push_back(item);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return items;
-}
-
 // --- Column ---------------------------------------------------------------------------------
 
 size_t Column::size() const {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/text.h"  // split_list, for the callers that had it from here
+
 #include "lib/io/provenance.h"
 
 namespace sg {
@@ -149,8 +151,5 @@ void write_csv(std::ostream& out, const ResultTable& table);
 
 /// The shortest decimal text that reads back as exactly `value` ("nan", "inf", "-inf" too).
 std::string format_exact(double value);
-
-/// Splits "a,b,c" at commas (no quoting); an empty text gives no items.
-std::vector<std::string> split_list(const std::string& text);
 
 }  // namespace sg

@@ -264,7 +264,7 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
     return result;
   }
   throw InputError(folder + ": holds neither model.safetensors nor model.safetensors.index.json",
-                   "download the safetensors weights (pipelines/survey-README.md shows how), or convert "
+                   "download the safetensors weights (docs/data.md shows how), or convert "
                    "pytorch_model.bin with transformers' save_pretrained(safe_serialization=True)");
 }
 

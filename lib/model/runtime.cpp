@@ -17,6 +17,7 @@ namespace sg {
 int run_torch_tool(cli::Parser& parser, int argc, char** argv, const std::function<void()>& body) {
   return cli::run_tool(parser, argc, argv, [&] {
     tune_allocator();
+    if (parser.common_options() && (parser.common_flags() & cli::kThreads)) set_threads(parser.common_options()->threads);
     try {
       body();
     } catch (const c10::Error& error) {

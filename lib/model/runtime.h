@@ -12,8 +12,8 @@
 
 namespace sg {
 
-/// cli::run_tool for the tools that run a model: tunes the heap (tune_allocator) before body and
-/// reports LibTorch's errors as "TOOL: error: MESSAGE" without their C++ backtrace (exit 1).
+/// cli::run_tool for the tools that run a model: tunes the heap (tune_allocator) and sets the
+/// threads from --threads (where the tool has it) before body, and reports LibTorch's errors as "TOOL: error: MESSAGE" without their C++ backtrace (exit 1).
 int run_torch_tool(cli::Parser& parser, int argc, char** argv, const std::function<void()>& body);
 
 /// "cpu", "cuda" or "cuda:N"; throws UsageError when CUDA is asked for but not available.

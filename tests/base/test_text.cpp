@@ -1,6 +1,7 @@
-// Tests of lib/base/text: join, trim and the near misses behind "did you mean".
+// Tests of lib/base/text: join, trim, lists, strict numbers and the near misses behind "did you mean".
 #include <catch2/catch.hpp>
 
+#include "lib/base/error.h"
 #include "lib/base/text.h"
 
 TEST_CASE("join puts the separator between items only") {
@@ -32,4 +33,38 @@ TEST_CASE("closest finds the choice a typo meant, and nothing for a word far fro
   CHECK(sg::did_you_mean("zzz", {"baseline"}).empty());
   // Short words allow fewer edits: "ab" is not "cd".
   CHECK(sg::closest("ab", {"cd"}).empty());
+}
+
+TEST_CASE("split_list and split_lists: comma lists and repeats give the same items") {
+  CHECK(sg::split_list(" a, b ,,c ") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(sg::split_list("").empty());
+  CHECK(sg::split_lists({"a,b", "c"}) == std::vector<std::string>{"a", "b", "c"});
+  CHECK(sg::split_lists({"a", "b", "c"}) == sg::split_lists({"a,b,c"}));
+}
+
+TEST_CASE("numbers are parsed strictly: the whole text, or an error naming the option and the text") {
+  CHECK(sg::parse_integer("5", "--load") == 5);
+  CHECK(sg::parse_integer("-12", "--load") == -12);
+  CHECK(sg::parse_integer("+7", "--load") == 7);
+  for (const char* bad : {"5x", "x5", "", " 5", "5 ", "1.5", "1e3", "+-5", "-", "99999999999999999999"}) {
+    INFO(bad);
+    try {
+      sg::parse_integer(bad, "--load");
+      FAIL("accepted");
+    } catch (const sg::UsageError& error) {
+      CHECK(std::string(error.what()).find("--load: '" + std::string(bad) + "' is not an integer") == 0);
+    }
+  }
+  CHECK(sg::parse_number("0.2", "--dose") == 0.2);
+  CHECK(sg::parse_number("1e-3", "--dose") == 1e-3);
+  CHECK(sg::parse_number(".5", "--dose") == 0.5);
+  CHECK(sg::parse_number("-2", "--dose") == -2.0);
+  for (const char* bad : {"0.2x", "", " 0.2", "0.2 ", "nan", "inf", "1e999", "0x", "--1"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(sg::parse_number(bad, "--dose"), sg::UsageError);
+  }
+  CHECK(sg::parse_integers({"1,2", "4"}, "--load") == std::vector<int64_t>{1, 2, 4});
+  CHECK(sg::parse_numbers({"0.2,0.4"}, "--dose") == std::vector<double>{0.2, 0.4});
+  CHECK_THROWS_AS(sg::parse_integers({""}, "--load"), sg::UsageError);  // no item at all
+  CHECK_THROWS_AS(sg::parse_integers({"1,5x"}, "--load"), sg::UsageError);
 }

@@ -8,3 +8,6 @@ if(TARGET sg-tokenize AND TARGET sg-train)
                        FIXTURES_REQUIRED sg_tokens SKIP_RETURN_CODE 77
                        PASS_REGULAR_EXPRESSION "disk full: exit 4 with the reason, nothing left behind")
 endif()
+if(TEST "cli: a full disk is exit 4 with the reason, no crash, nothing left behind")
+  list(APPEND SG_CORPUS_TESTS "cli: a full disk is exit 4 with the reason, no crash, nothing left behind")
+endif()

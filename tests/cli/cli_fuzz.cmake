@@ -8,4 +8,5 @@ if(SG_PYTHON AND TARGET sg-train AND TARGET sg-survey)
                    ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
   set_tests_properties("fuzz: mutated inputs of every kind: no crash, hang, internal error or unnamed file"
                        PROPERTIES PASS_REGULAR_EXPRESSION "fuzz: no crash" TIMEOUT 1500)
+  list(APPEND SG_CORPUS_TESTS "fuzz: mutated inputs of every kind: no crash, hang, internal error or unnamed file")
 endif()

@@ -5,7 +5,7 @@
 set(SG_EVAL_DATA ${SG_CLI_DATA}/eval)
 file(MAKE_DIRECTORY ${SG_EVAL_DATA})
 add_test(NAME "cli: sg-eval another token file (fixture)"
-         COMMAND sg-tokenize /usr/share/doc/python3.11/html/_sources/tutorial/introduction.rst.txt --val-tokens 2000
+         COMMAND sg-tokenize ${SG_CORPUS}/introduction.rst.txt --val-tokens 2000
                  --log-level quiet -o ${SG_EVAL_DATA}/other.h5 --force)
 set_tests_properties("cli: sg-eval another token file (fixture)" PROPERTIES FIXTURES_SETUP sg_eval_other)
 
@@ -77,3 +77,4 @@ add_test(NAME "cli: sg-eval one zero-shot task alone"
 --log-level quiet -o - | $<TARGET_FILE:sg-tabulate> - --format csv")
 set_tests_properties("cli: sg-eval one zero-shot task alone" PROPERTIES FIXTURES_REQUIRED sg_run
                      PASS_REGULAR_EXPRESSION "tiny,combo2,0,tiny/combo2/0,sinkgate,lambada,acc,all,")
+list(APPEND SG_CORPUS_TESTS "cli: sg-eval another token file (fixture)")

@@ -27,9 +27,9 @@ if(SG_PYTHON)
     PASS_REGULAR_EXPRESSION "run combo2 3317576 2 \\['block_size', 'eval_batches', 'eval_interval', 'final_eval_batches', 'iterations', 'warmup'\\] sg-train")
 endif()
 
-add_test(NAME "cli: sg-info --tier prints a preset; all prints every tier"
+add_test(NAME "cli: sg-info --tier prints a preset, and all prints every tier"
          COMMAND bash -c "${info} --tier 124M; ${info} --tier all | grep -c '^tier '")
-set_tests_properties("cli: sg-info --tier prints a preset; all prints every tier" PROPERTIES
+set_tests_properties("cli: sg-info --tier prints a preset, and all prints every tier" PROPERTIES
   PASS_REGULAR_EXPRESSION "tier 124M: paper tier \\(Table 3\\), 1.60B tokens\n +n_layer +12\n +n_head +12\n +n_embd +768\n +block_size +1024\n.*\n8\n")
 
 add_test(NAME "cli: sg-info names a file that is not a sinkgate file"

@@ -33,7 +33,7 @@ set_tests_properties("cli: sg-inject small-vocabulary run (fixture)" PROPERTIES 
 string(REPLACE ";" " " SG_INJECT_FAST_LINE "${SG_INJECT_FAST}")
 add_test(NAME "cli: sg-inject writes one table for several runs that sg-tabulate lays out"
          COMMAND bash -c "set -euo pipefail; ${inject} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/run.h5 ${SG_INJECT_DATA}/baseline.h5 \
---junk structured,own-direction --doses 0,0.4 ${SG_INJECT_FAST_LINE} --log-level info -o - 2> ${SG_INJECT_DATA}/log.txt \
+--junk structured,own-direction --dose 0,0.4 ${SG_INJECT_FAST_LINE} --log-level info -o - 2> ${SG_INJECT_DATA}/log.txt \
 | $<TARGET_FILE:sg-tabulate> - --where measure=injection --rows arm,junk,cutoff --cols dose --cell delta_loss --signed; \
 grep -c 'warning: .*baseline.h5: arm baseline has no projection gate' ${SG_INJECT_DATA}/log.txt")
 set_tests_properties("cli: sg-inject writes one table for several runs that sg-tabulate lays out" PROPERTIES
@@ -52,8 +52,8 @@ sg_inject_error("refuses own-direction junk on an arm without a projection gate"
                 "${SG_INJECT_DATA}/baseline.h5;--junk;own-direction;-o;${SG_INJECT_DATA}/never.h5" 2 "arm baseline has none")
 sg_inject_error("names an unknown junk type" "${SG_CLI_DATA}/run.h5;--junk;structured,noise;-o;${SG_INJECT_DATA}/never.h5"
                 2 "unknown junk type 'noise'")
-sg_inject_error("refuses a dose below 0" "${SG_CLI_DATA}/run.h5;--doses;0.2,-0.4;-o;${SG_INJECT_DATA}/never.h5" 2
-                "--doses: '-0.4' is not a dose")
+sg_inject_error("refuses a dose below 0" "${SG_CLI_DATA}/run.h5;--dose;0.2,-0.4;-o;${SG_INJECT_DATA}/never.h5" 2
+                "--dose: '-0.4' is not a dose")
 sg_inject_error("refuses a context longer than the model's" "${SG_CLI_DATA}/run.h5;--context;64;-o;${SG_INJECT_DATA}/never.h5"
                 2 "exceeds the model's context of 32")
 sg_inject_error("refuses a result table given as a run file"
@@ -61,3 +61,4 @@ sg_inject_error("refuses a result table given as a run file"
 sg_inject_error("refuses a token file whose vocabulary does not fit the model"
                 "${SG_INJECT_DATA}/small-vocab/run.h5;-o;${SG_INJECT_DATA}/never.h5" 3 "has a vocabulary of 4100")
 sg_inject_error("refuses an existing output without --force" "${SG_CLI_DATA}/run.h5;-o;${SG_INJECT_DATA}/baseline.h5" 4 "exists")
+list(APPEND SG_CORPUS_TESTS "cli: sg-inject small-vocabulary run (fixture)")

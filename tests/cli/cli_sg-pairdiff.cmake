@@ -40,7 +40,7 @@ sg_pairdiff_test("reproduces Table 2 with --decompose"
   "\\| norm \\| 10M \\| 0\\.0185 \\| 0\\.0037 \\| 0\\.0177 \\| 0\\.0045 \\| -0\\.0008 \\|.*\\|  \\| 350M \\| 0\\.0013 \\| – \\| 0\\.0087 \\| – \\| 0\\.0074 \\|")
 
 sg_pairdiff_test("refuses an existing output without --force and keeps it"
-  "echo keep > out.h5; if ${PAIRDIFF} ${PAIRDIFF_FIXTURES}/pairs_ref.csv -o out.h5; then exit 1; else echo \"exit $?\"; fi; cat out.h5; ${PAIRDIFF} ${PAIRDIFF_FIXTURES}/pairs_ref.csv -o out.h5 --force --ref-mean --log-level quiet; ${TABULATE} out.h5 --format csv"
+  "echo keep > out.h5; if ${PAIRDIFF} ${PAIRDIFF_FIXTURES}/pairs_ref.csv -o out.h5; then exit 1; else echo \"exit $?\"; fi; cat out.h5; ${PAIRDIFF} ${PAIRDIFF_FIXTURES}/pairs_ref.csv -o out.h5 --force --ref-mean --log-level error; ${TABULATE} out.h5 --format csv"
   "error: out.h5 exists\nhint: use --force to overwrite it\nexit 4\nkeep\n#role")
 
 # Errors: exit code and message.

@@ -20,10 +20,10 @@ add_test(NAME "cli: sg-sample refuses --prompt with --prompt-file"
                  "-DARGS=${SG_CLI_DATA}/run.h5;--prompt;a;--prompt-file;b.txt" -DEXPECT_CODE=2
                  "-DEXPECT_STDERR=give --prompt or --prompt-file, not both" -P ${SG_EXPECT})
 set_tests_properties("cli: sg-sample refuses --prompt with --prompt-file" PROPERTIES FIXTURES_REQUIRED sg_run)
-add_test(NAME "cli: sg-sample refuses a top-p outside (0, 1]"
+add_test(NAME "cli: sg-sample refuses a top-p outside 0 < p <= 1"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-sample> "-DARGS=${SG_CLI_DATA}/run.h5;--prompt;a;--top-p;1.5"
                  -DEXPECT_CODE=2 "-DEXPECT_STDERR=--top-p must lie in (0, 1]" -P ${SG_EXPECT})
-set_tests_properties("cli: sg-sample refuses a top-p outside (0, 1]" PROPERTIES FIXTURES_REQUIRED sg_run)
+set_tests_properties("cli: sg-sample refuses a top-p outside 0 < p <= 1" PROPERTIES FIXTURES_REQUIRED sg_run)
 add_test(NAME "cli: sg-sample names a missing model"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-sample> "-DARGS=${SG_CLI_DATA}/no-such-run.h5;--prompt;a"
                  -DEXPECT_CODE=3 "-DEXPECT_STDERR=no-such-run.h5: no such file or folder" -P ${SG_EXPECT})

@@ -4,7 +4,7 @@
 # sg-tabulate the way pipelines/survey.mk renders Table 12.
 set(SG_SURVEY_DATA ${CMAKE_CURRENT_BINARY_DIR}/cli-survey)
 file(MAKE_DIRECTORY ${SG_SURVEY_DATA})
-set(SG_SURVEY_TEXT /usr/share/doc/python3.11/html/_sources/tutorial/introduction.rst.txt)
+set(SG_SURVEY_TEXT ${SG_CORPUS}/introduction.rst.txt)
 set(survey $<TARGET_FILE:sg-survey>)
 set(tabulate $<TARGET_FILE:sg-tabulate>)
 
@@ -20,7 +20,7 @@ set_tests_properties("cli: sg-survey tiny sinktoken run (fixture)" PROPERTIES
                      FIXTURES_SETUP sg_survey_run FIXTURES_REQUIRED sg_tokens)
 
 add_test(NAME "cli: sg-survey of a Hugging Face checkpoint renders as Table 12"
-         COMMAND sh -c "${survey} ${SG_SURVEY_DATA}/tiny-gpt2 --text ${SG_SURVEY_TEXT} --tokenizer ${SG_GPT2_VOCAB} \
+         COMMAND sh -c "${survey} ${SG_SURVEY_DATA}/tiny-gpt2 --text ${SG_SURVEY_TEXT} --vocab ${SG_GPT2_VOCAB} \
 --blocks 2 --block-length 64 --threads 1 -o - | ${tabulate} - --where scope=model \
 --rows model,params_m,layers,heads --cols statistic --cell value --se none --decimals 3")
 set_tests_properties("cli: sg-survey of a Hugging Face checkpoint renders as Table 12" PROPERTIES
@@ -28,13 +28,13 @@ set_tests_properties("cli: sg-survey of a Hugging Face checkpoint renders as Tab
                      PASS_REGULAR_EXPRESSION "sink_mass.*r0_ratio.*blind_ratio_p30.*content_share_p30.*\n.*\n[|] tiny-gpt2 [|] 2 [|] 2 [|] 4 [|]")
 
 add_test(NAME "cli: sg-survey of a sinkgate run counts the sink token as sink mass"
-         COMMAND sh -c "${survey} ${SG_SURVEY_DATA}/sinktoken.h5 --text ${SG_SURVEY_TEXT} --tokenizer ${SG_GPT2_VOCAB} \
---blocks 3 --block-length 32 --batch 2 --threads 1 -o - | ${tabulate} - --where scope=model arm=sinktoken")
+         COMMAND sh -c "${survey} ${SG_SURVEY_DATA}/sinktoken.h5 --text ${SG_SURVEY_TEXT} --vocab ${SG_GPT2_VOCAB} \
+--blocks 3 --block-length 32 --batch-size 2 --threads 1 -o - | ${tabulate} - --where scope=model --where arm=sinktoken")
 set_tests_properties("cli: sg-survey of a sinkgate run counts the sink token as sink mass" PROPERTIES
                      FIXTURES_REQUIRED sg_survey_run PASS_REGULAR_EXPRESSION "tiny/sinktoken/0 [|] sinkgate [|] sinktoken .*zero_option_mass")
 
 # Errors, each by running the real executable.
-set(SG_SURVEY_ARGS --text;${SG_SURVEY_TEXT};--tokenizer;${SG_GPT2_VOCAB};--threads;1;-o;${SG_SURVEY_DATA}/x.h5;--force)
+set(SG_SURVEY_ARGS --text;${SG_SURVEY_TEXT};--vocab;${SG_GPT2_VOCAB};--threads;1;-o;${SG_SURVEY_DATA}/x.h5;--force)
 add_test(NAME "cli: sg-survey names a text too short for the blocks"
          COMMAND ${CMAKE_COMMAND} -DCMD=${survey} "-DARGS=${SG_SURVEY_DATA}/tiny-gpt2;${SG_SURVEY_ARGS};--blocks;1000;--block-length;64"
                  -DEXPECT_CODE=3 "-DEXPECT_STDERR=fewer than the 1000 blocks" -P ${SG_EXPECT})
@@ -58,11 +58,26 @@ set_tests_properties("cli: sg-survey names a text too short for the blocks" "cli
                      "cli: sg-survey refuses --name with several checkpoints" "cli: sg-survey refuses a percentile outside (0, 100)"
                      PROPERTIES FIXTURES_REQUIRED sg_survey_model)
 
-# Figure 4 through pipelines/survey.mk on the random checkpoint: a PNG.
-add_test(NAME "cli: survey.mk draws Figure 4"
-         COMMAND sh -c "set -e; rm -rf ${SG_SURVEY_DATA}/fig4; make -s -C ${CMAKE_SOURCE_DIR} -f pipelines/survey.mk fig4 \
+# Table 12 and Figure 4 through pipelines/survey.mk on the random checkpoint: the table's labelled
+# header, and a PNG.
+add_test(NAME "cli: survey.mk renders Table 12 and draws Figure 4"
+         COMMAND sh -c "set -e; rm -rf ${SG_SURVEY_DATA}/fig4; make -s -C ${CMAKE_SOURCE_DIR} -f pipelines/survey.mk table12 fig4 \
 BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY} CHECKPOINTS=${SG_SURVEY_DATA} SURVEY_MODELS=tiny-gpt2 SURVEY_TEXT=${SG_SURVEY_TEXT} \
-SURVEY_BLOCKS=2 SURVEY_BLOCK_LENGTH=64 'SURVEY_FLAGS=--tokenizer ${SG_GPT2_VOCAB} --threads 1 --log-level quiet' \
-OUT=${SG_SURVEY_DATA}/fig4 2>&1; head -c 4 ${SG_SURVEY_DATA}/fig4/survey/fig4.png | od -An -c | tr -d ' \\n'")
-set_tests_properties("cli: survey.mk draws Figure 4" PROPERTIES FIXTURES_REQUIRED sg_survey_model
-                     PASS_REGULAR_EXPRESSION "PNG")
+SURVEY_BLOCKS=2 SURVEY_BLOCK_LENGTH=64 'SURVEY_FLAGS=--vocab ${SG_GPT2_VOCAB} --threads 1 --log-level quiet' \
+OUT=${SG_SURVEY_DATA}/fig4 2>&1; cat ${SG_SURVEY_DATA}/fig4/survey/table12.md; \
+head -c 4 ${SG_SURVEY_DATA}/fig4/survey/fig4.png | od -An -c | tr -d ' \\n'")
+set_tests_properties("cli: survey.mk renders Table 12 and draws Figure 4" PROPERTIES FIXTURES_REQUIRED sg_survey_model
+                     PASS_REGULAR_EXPRESSION "\\| Model \\| Params \\(M\\) \\| Layers \\| Heads \\| Sink mass \\|.*PNG")
+# These read a page of the tests' corpus (SG_SURVEY_TEXT).
+list(APPEND SG_CORPUS_TESTS
+  "cli: sg-survey tiny sinktoken run (fixture)"
+  "cli: sg-survey of a Hugging Face checkpoint renders as Table 12"
+  "cli: sg-survey of a sinkgate run counts the sink token as sink mass"
+  "cli: sg-survey names a text too short for the blocks"
+  "cli: sg-survey refuses blocks longer than the context"
+  "cli: sg-survey refuses a folder that is not a checkpoint"
+  "cli: sg-survey refuses a file that is not a run file"
+  "cli: sg-survey refuses --name with several checkpoints"
+  "cli: sg-survey refuses a percentile outside (0, 100)"
+  "cli: survey.mk renders Table 12 and draws Figure 4"
+)

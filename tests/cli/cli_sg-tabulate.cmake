@@ -40,8 +40,10 @@ function(sg_tabulate_error name code message)
            COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-tabulate> "-DARGS=${ARGN}" -DEXPECT_CODE=${code}
                    "-DEXPECT_STDERR=${message}" -P ${SG_EXPECT})
 endfunction()
-sg_tabulate_error("explains a repeatable option that swallowed an input" 2 "put input files first"
-                  --label x=y ${TABLE5})
+add_test(NAME "cli: sg-tabulate takes the input files after a repeatable option"
+         COMMAND $<TARGET_FILE:sg-tabulate> --label x=y ${TABLE5} --where arm=baseline --where tier=10M)
+set_tests_properties("cli: sg-tabulate takes the input files after a repeatable option" PROPERTIES
+                     PASS_REGULAR_EXPRESSION "\\| 10M \\| baseline \\| 0 \\| 4\\.2141 \\|")
 sg_tabulate_error("names the key that splits a cell" 2 "they differ in seed" ${TABLE5} --rows tier --cols arm)
 sg_tabulate_error("names an absent pivot column" 2 "no column 'nope' (--rows)" ${TABLE5} --rows nope)
 sg_tabulate_error("names an unreadable input" 3 "absent.csv: no such file" ${TABULATE_FIXTURES}/absent.csv)

@@ -26,3 +26,5 @@ echo \"file [$file] pipe [$pipe] redirect [$redirect] jsonl [$jsonl]\"
 [ -n \"$file\" ] && [ \"$file\" = \"$pipe\" ] && [ \"$file\" = \"$redirect\" ] && [ \"$file\" = \"$jsonl\" ] && echo same-corpus")
 set_tests_properties("cli: sg-tokenize reads a pipe, a redirect and JSON Lines on stdin as it reads the file"
                      PROPERTIES PASS_REGULAR_EXPRESSION "same-corpus")
+list(APPEND SG_CORPUS_TESTS "cli: sg-tokenize the tutorial (fixture)"
+  "cli: sg-tokenize reads a pipe, a redirect and JSON Lines on stdin as it reads the file")

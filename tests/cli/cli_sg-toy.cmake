@@ -2,7 +2,7 @@
 # existing output is refused without --force; bad options are named.
 set(SG_TOY_OUT ${CMAKE_CURRENT_BINARY_DIR}/cli-sg-toy.h5)
 set(SG_TOY_TINY --condition blind,visible --load 1,2 --arms baseline,normgate,oracle --seeds 0,1 --dim 8
-    --relevant 2 --length 8 --tags 16 --steps 20 --batch 16 --eval-sequences 64 --threads 1)
+    --relevant 2 --length 8 --tags 16 --steps 20 --batch-size 16 --eval-sequences 64 --threads 1)
 
 add_test(NAME "cli: sg-toy writes a result table for a tiny grid"
          COMMAND sg-toy ${SG_TOY_TINY} -o ${SG_TOY_OUT} --force)
@@ -34,7 +34,7 @@ add_test(NAME "cli: sg-toy rejects a load below one"
                  -DEXPECT_CODE=2 "-DEXPECT_STDERR=load must be >= 1" -P ${SG_EXPECT})
 add_test(NAME "cli: sg-toy takes --arms repeated as well as comma-separated"
          COMMAND sh -c "$<TARGET_FILE:sg-toy> --condition blind --load 1 --arms baseline --arms normgate,oracle --seeds 0 \
---dim 8 --relevant 2 --length 8 --tags 16 --steps 2 --batch 16 --eval-sequences 16 --threads 1 --log-level quiet -o - \
+--dim 8 --relevant 2 --length 8 --tags 16 --steps 2 --batch-size 16 --eval-sequences 16 --threads 1 --log-level quiet -o - \
 | $<TARGET_FILE:sg-tabulate> - --rows arm --cols seed --cell error")
 set_tests_properties("cli: sg-toy takes --arms repeated as well as comma-separated" PROPERTIES
                      PASS_REGULAR_EXPRESSION "\\| baseline \\|[^\n]*\n\\| normgate \\|[^\n]*\n\\| oracle \\|")

@@ -182,4 +182,5 @@ if(SG_PYTHON)
   set_tests_properties("cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise"
                        PROPERTIES FIXTURES_REQUIRED sg_tokens TIMEOUT 900
                        PASS_REGULAR_EXPRESSION "every killed run resumed to the uninterrupted result")
+  list(APPEND SG_CORPUS_TESTS "cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise")
 endif()

@@ -145,6 +145,45 @@ TEST_CASE("the trained-gate loss is sg-eval's loss, and under junk sg-inject's, 
   }
 }
 
+TEST_CASE("Table 8's corrupted columns: one per junk type x cutoff x dose, each sg-inject's cell") {
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  const auto config = small_run("combo2");
+  auto model = small_model(config);
+  auto options = fast({sg::Probe::overrides});
+  options.junk = {sg::JunkType::structured, sg::JunkType::gaussian};
+  options.cutoffs = {sg::Cutoff::q25, sg::Cutoff::median};
+  options.doses = {0.0, 0.4};  // 0: the clean column, measured anyway and not twice
+  const auto result = sg::probe_model(*model, config, file, options);
+  sg::InjectionOptions inject;
+  inject.junk = options.junk;
+  inject.cutoffs = options.cutoffs;
+  inject.doses = {0.4};
+  inject.batches = 2;
+  inject.batch_size = 4;
+  inject.seed = 5;
+  inject.exposure = false;
+  const auto injected = sg::inject(*model, config, file, inject);
+  REQUIRE(injected.conditions.size() == 4);
+  size_t trained_rows = 0;
+  for (const auto& row : result.rows)
+    if (row.statistic == "loss" && row.override_name == "trained") ++trained_rows;
+  CHECK(trained_rows == 5);  // clean + 2 junk types x 2 cutoffs
+  for (const auto& condition : injected.conditions) {
+    const std::string junk = sg::to_string(condition.junk), cutoff = sg::to_string(condition.cutoff);
+    INFO(junk << " " << cutoff);
+    bool found = false;
+    for (const auto& row : result.rows)
+      if (row.statistic == "loss" && row.override_name == "trained" && row.junk == junk && row.cutoff == cutoff &&
+          row.dose == 0.4) {
+        CHECK(std::abs(row.value - condition.loss) < 1e-6);
+        found = true;
+      }
+    CHECK(found);
+  }
+}
+
 TEST_CASE("probes that do not apply to the arm are skipped, bad options are refused") {
   sg::log::set_level("quiet");
   Tokens tokens;
@@ -220,7 +259,13 @@ TEST_CASE("sinks and selectivity against the telemetry recomputed here in float6
     const int64_t extra = config.model.arm.zero == sg::ZeroOption::sinktoken ? 1 : 0;
     const bool zero = config.model.arm.zero != sg::ZeroOption::none;
     // Per (layer, head): sums over queries i >= 1 and sequences, by hand.
-    std::map<std::pair<int64_t, int64_t>, std::vector<double>> sums;  // p0, zero, r0, ordinary, n_seq, n_ord, sigma, mu, mu2, rows
+    struct HeadSums {
+      double position0 = 0, zero_option = 0;  // a_i0, the zero option's weight: over query rows
+      double read0 = 0, sequences = 0;        // |v_0|/sqrt(d) over sequences
+      double ordinary = 0, ordinary_reads = 0;  // |v_j|/sqrt(d) over the reads j >= 1
+      double sigma = 0, mu = 0, mu_squared = 0, rows = 0;  // the selectivity's row statistics
+    };
+    std::map<std::pair<int64_t, int64_t>, HeadSums> sums;
     std::vector<sg::AttentionTelemetry> telemetry;
     auto hooks = std::make_shared<sg::AttentionHooks>();
     hooks->telemetry = sg::store_telemetry(telemetry);
@@ -239,18 +284,17 @@ TEST_CASE("sinks and selectivity against the telemetry recomputed here in float6
         for (int64_t s = 0; s < 4; ++s)
           for (int64_t h = 0; h < 2; ++h) {
             auto& sum = sums[{l, h}];
-            sum.resize(10, 0.0);
-            sum[2] += r[s][h][extra];
-            sum[4] += 1;
-            for (int64_t j = extra + 1; j < extra + 16; ++j) sum[3] += r[s][h][j], sum[5] += 1;
+            sum.read0 += r[s][h][extra];
+            sum.sequences += 1;
+            for (int64_t j = extra + 1; j < extra + 16; ++j) sum.ordinary += r[s][h][j], sum.ordinary_reads += 1;
             for (int64_t i = extra + 1; i < extra + 16; ++i) {
-              sum[0] += a[s][h][i][extra];
+              sum.position0 += a[s][h][i][extra];
               double real = 0, mu = 0, var = 0;
               for (int64_t j = extra; j <= i; ++j) real += a[s][h][i][j];
-              if (zero) sum[1] += 1.0 - real;
+              if (zero) sum.zero_option += 1.0 - real;
               for (int64_t j = extra; j <= i; ++j) mu += a[s][h][i][j] * g[s][h][j] / real;
               for (int64_t j = extra; j <= i; ++j) var += a[s][h][i][j] * std::pow(g[s][h][j] - mu, 2) / real;
-              sum[6] += std::sqrt(var), sum[7] += mu, sum[8] += mu * mu, sum[9] += 1;
+              sum.sigma += std::sqrt(var), sum.mu += mu, sum.mu_squared += mu * mu, sum.rows += 1;
             }
           }
       }
@@ -259,21 +303,21 @@ TEST_CASE("sinks and selectivity against the telemetry recomputed here in float6
     std::vector<double> p0, zero_mass, within, between, mean;
     for (const auto& [key, sum] : sums) {
       const auto layer = std::to_string(key.first), head = std::to_string(key.second);
-      const double rows = sum[9];
-      CHECK(value_of(result, "position0_mass", "none", 0, layer, head) == Approx(sum[0] / rows).epsilon(1e-6));
+      const double rows = sum.rows;
+      CHECK(value_of(result, "position0_mass", "none", 0, layer, head) == Approx(sum.position0 / rows).epsilon(1e-6));
       CHECK(value_of(result, "r0_ratio", "none", 0, layer, head) ==
-            Approx((sum[2] / sum[4]) / (sum[3] / sum[5])).epsilon(1e-6));
-      CHECK(value_of(result, "within_row_spread", "none", 0, layer, head) == Approx(sum[6] / rows).epsilon(1e-6));
-      CHECK(value_of(result, "mean_gate", "none", 0, layer, head) == Approx(sum[7] / rows).epsilon(1e-6));
-      const double m = sum[7] / rows;
+            Approx((sum.read0 / sum.sequences) / (sum.ordinary / sum.ordinary_reads)).epsilon(1e-6));
+      CHECK(value_of(result, "within_row_spread", "none", 0, layer, head) == Approx(sum.sigma / rows).epsilon(1e-6));
+      CHECK(value_of(result, "mean_gate", "none", 0, layer, head) == Approx(sum.mu / rows).epsilon(1e-6));
+      const double m = sum.mu / rows;
       CHECK(value_of(result, "between_row_spread", "none", 0, layer, head) ==
-            Approx(std::sqrt(sum[8] / rows - m * m)).epsilon(1e-5));
-      p0.push_back(sum[0] / rows);
-      within.push_back(sum[6] / rows);
+            Approx(std::sqrt(sum.mu_squared / rows - m * m)).epsilon(1e-5));
+      p0.push_back(sum.position0 / rows);
+      within.push_back(sum.sigma / rows);
       if (zero) {
         const auto name = extra ? "sink_token_mass" : "phantom_mass";
-        CHECK(value_of(result, name, "none", 0, layer, head) == Approx(sum[1] / rows).epsilon(1e-5));
-        zero_mass.push_back(sum[1] / rows);
+        CHECK(value_of(result, name, "none", 0, layer, head) == Approx(sum.zero_option / rows).epsilon(1e-5));
+        zero_mass.push_back(sum.zero_option / rows);
       }
     }
     auto average = [](const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 0.0) / x.size(); };

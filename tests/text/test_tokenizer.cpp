@@ -457,6 +457,7 @@ std::vector<std::vector<int32_t>> hugging_face_ids(const TempDir& dir, const std
 }  // namespace
 
 TEST_CASE("a tokenizer.json shaped like Pythia's gives HF tokenizers' ids (NFC, added tokens)") {
+  if (sg_test::skip_without_corpus()) return;
   TempDir dir;
   run_reference({"pythia", dir / "pythia"});
   std::vector<Case> all = pythia_cases();
@@ -494,6 +495,7 @@ TEST_CASE("a tokenizer.json shaped like Pythia's gives HF tokenizers' ids (NFC, 
 // tokenizer_reference.py pythia); one ("end of") can reach across a cut, so encode_parallel
 // must not cut.
 TEST_CASE("added tokens' single_word, lstrip, rstrip and normalized behave as in HF tokenizers") {
+  if (sg_test::skip_without_corpus()) return;
   TempDir dir;
   run_reference({"pythia", dir / "pythia"});
   std::mt19937 random(29);

@@ -11,6 +11,7 @@
 #include "lib/text/corpus.h"
 #include "lib/text/token_file.h"
 #include "lib/train/train.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -131,8 +132,9 @@ TEST_CASE("a model trained on one batch overfits it to near-zero loss") {
 }
 
 TEST_CASE("the loss decreases on the default corpus for a CPU tier within a short run") {
+  if (sg_test::skip_without_corpus()) return;
   sg::log::set_level("quiet");
-  const std::string corpus = "/usr/share/doc/python3.11/html/_sources/tutorial";
+  const std::string corpus = SG_TEST_CORPUS;
   const auto path = temp_name("test_train_corpus_tokens");
   sg::TokenizeOptions tokenize;
   tokenize.output = path;
