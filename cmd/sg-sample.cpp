@@ -51,6 +51,13 @@ std::string read_prompt(const Options& options) {
     if (!in) throw sg::InputError(options.prompt_file + ": cannot be read", "--prompt-file takes a text file");
     text << in.rdbuf();
   }
+  // An empty stdin or file is most often a mistake upstream (a failed command, a wrong path):
+  // generating from nothing then looks like an answer. --prompt '' asks for it explicitly.
+  if (text.str().empty())
+    throw sg::InputError((options.prompt_file.empty() || options.prompt_file == "-" ? std::string("stdin")
+                                                                                     : options.prompt_file) +
+                             ": the prompt is empty",
+                         "to generate from the end-of-text token alone, say so: --prompt ''");
   return text.str();
 }
 

@@ -494,6 +494,21 @@ ResultTable read_csv(std::istream& in, const std::string& name, const CsvOptions
       column.role = (column.type == ColumnType::string || column.name == "seed") ? Role::key : Role::value;
     table.add_column(std::move(column));
   }
+  // A result table has key columns and value columns. Text with one column, or with no numeric
+  // column among rows, is some other file (a note, a host name, a Markdown table): refuse it
+  // rather than render it. A header without rows cannot show its types, and passes.
+  const bool any_value = std::any_of(table.columns().begin(), table.columns().end(),
+                                     [](const Column& c) { return c.role == Role::value; });
+  const bool any_key = std::any_of(table.columns().begin(), table.columns().end(),
+                                   [](const Column& c) { return c.role == Role::key; });
+  if (header.size() < 2 || (table.rows() > 0 && (!any_value || !any_key)))
+    throw InputError(name + ": not a result table (CSV): " + std::to_string(header.size()) + " column(s) (" +
+                         join(header.size() <= 6 ? header : std::vector<std::string>(header.begin(), header.begin() + 6),
+                              ", ") +
+                         (header.size() > 6 ? ", …" : "") + "), " + (any_key ? "" : "no key column") +
+                         (!any_key && !any_value ? " and " : "") + (any_value ? "" : "no value column"),
+                     "a CSV result table has a header row naming key columns (text, or seed) and value columns "
+                     "(numbers), as sg-tabulate --format csv writes it");
   return table;
 }
 

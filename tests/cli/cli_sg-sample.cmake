@@ -24,6 +24,12 @@ add_test(NAME "cli: sg-sample refuses a top-p outside 0 < p <= 1"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-sample> "-DARGS=${SG_CLI_DATA}/run.h5;--prompt;a;--top-p;1.5"
                  -DEXPECT_CODE=2 "-DEXPECT_STDERR=--top-p must lie in (0, 1]" -P ${SG_EXPECT})
 set_tests_properties("cli: sg-sample refuses a top-p outside 0 < p <= 1" PROPERTIES FIXTURES_REQUIRED sg_run)
+add_test(NAME "cli: sg-sample refuses an empty stdin, and --prompt '' generates from nothing"
+         COMMAND sh -c "if $<TARGET_FILE:sg-sample> ${SG_CLI_DATA}/run.h5 -n 2 < /dev/null; then exit 1; else echo \"exit $?\"; fi; \
+$<TARGET_FILE:sg-sample> ${SG_CLI_DATA}/run.h5 --prompt '' -n 2 --greedy --log-level error > /dev/null && echo generated")
+set_tests_properties("cli: sg-sample refuses an empty stdin, and --prompt '' generates from nothing" PROPERTIES
+                     FIXTURES_REQUIRED sg_run
+                     PASS_REGULAR_EXPRESSION "stdin: the prompt is empty\nhint: to generate from the end-of-text token alone, say so: --prompt ''\nexit 3\ngenerated")
 add_test(NAME "cli: sg-sample names a missing model"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-sample> "-DARGS=${SG_CLI_DATA}/no-such-run.h5;--prompt;a"
                  -DEXPECT_CODE=3 "-DEXPECT_STDERR=no-such-run.h5: no such file or folder" -P ${SG_EXPECT})

@@ -47,6 +47,12 @@ set_tests_properties("cli: sg-tabulate takes the input files after a repeatable 
 sg_tabulate_error("names the key that splits a cell" 2 "they differ in seed" ${TABLE5} --rows tier --cols arm)
 sg_tabulate_error("names an absent pivot column" 2 "no column 'nope' (--rows)" ${TABLE5} --rows nope)
 sg_tabulate_error("names an unreadable input" 3 "absent.csv: no such file" ${TABULATE_FIXTURES}/absent.csv)
+file(WRITE ${TABULATE_WORK}/notes.md "# Notes\n\nThe sink logit helped.\n")
+file(WRITE ${TABULATE_WORK}/hostname "vm\n")
+sg_tabulate_error("refuses a Markdown file: not a result table" 3 "notes.md: not a result table (CSV): 1 column(s)"
+                  ${TABULATE_WORK}/notes.md)
+sg_tabulate_error("refuses a one-word text file: not a result table" 3 "hostname: not a result table (CSV)"
+                  ${TABULATE_WORK}/hostname)
 
 add_test(NAME "cli: sg-tabulate --where matching no row names the column's values and the likely one"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-tabulate> "-DARGS=${TABLE5};--where;arm=basline" -DEXPECT_CODE=2
