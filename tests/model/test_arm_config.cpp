@@ -7,7 +7,6 @@
 #include "lib/base/error.h"
 #include "lib/model/arm.h"
 #include "lib/model/config.h"
-#include "lib/model/runtime.h"
 
 TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
   using sg::Filter;
@@ -112,10 +111,4 @@ TEST_CASE("configuration files: key = value lines, errors name the file and line
   CHECK(config.tier == "tiny");
   std::remove(path.c_str());
   CHECK_THROWS_AS(sg::load_config_file(config, "/nonexistent/file.conf"), sg::InputError);
-}
-
-TEST_CASE("devices: cpu parses, cuda without a GPU is a usage error with a hint") {
-  CHECK(sg::parse_device("cpu").is_cpu());
-  CHECK_THROWS_AS(sg::parse_device("tpu"), sg::UsageError);
-  if (!torch::cuda::is_available()) CHECK_THROWS_WITH(sg::parse_device("cuda"), Catch::Contains("no CUDA GPU"));
 }
