@@ -21,7 +21,7 @@
 #include "lib/base/text.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/runtime.h"
 #include "lib/train/train.h"
 

@@ -52,7 +52,7 @@ import time
 ARMS = ["baseline", "offbyone", "sinklogit", "sinktoken", "normgate", "renorm", "projgate", "combo", "combo2"]
 TUNED = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold={}"
 DEFAULT_CORPUS = "/usr/share/doc/python3.11/html/_sources"
-# Tier cpu of lib/model/config.cpp.
+# Tier cpu of lib/run/config.cpp.
 SHAPE = dict(n_layer=4, n_head=4, n_embd=256, block_size=256, micro_batch=8, vocab_size=50257)
 
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lib/io/provenance.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 
 namespace sg {

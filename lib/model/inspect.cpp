@@ -18,7 +18,7 @@
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"
 #include "lib/model/checkpoint.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/text/token_file.h"
 
 namespace sg {

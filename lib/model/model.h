@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "lib/model/attention.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 
 namespace sg {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lib/model/checkpoint.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/model/tensors.h"
 #include "lib/text/token_file.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/arm.h"
+#include "lib/run/arm.h"
 #include "lib/text/token_file.h"
 
 namespace sg {

@@ -1,5 +1,5 @@
 // config.cpp — tiers, field table and parsing of the run configuration.
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 
 #include <cmath>
 #include <fstream>

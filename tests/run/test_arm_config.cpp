@@ -1,12 +1,12 @@
-// Tests of lib/model/arm and lib/model/config: arm names, Table 3 presets, overrides and config files.
+// Tests of lib/run/arm and lib/run/config: arm names, Table 3 presets, overrides and config files.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
 
 #include "lib/base/error.h"
-#include "lib/model/arm.h"
-#include "lib/model/config.h"
+#include "lib/run/arm.h"
+#include "lib/run/config.h"
 
 TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
   using sg::Filter;
