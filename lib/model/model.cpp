@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "lib/base/error.h"
-#include "lib/model/loss.h"
+#include "lib/kernels/loss.h"
 
 namespace sg {
 

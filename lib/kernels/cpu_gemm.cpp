@@ -2,7 +2,7 @@
 // Framework for Rapidly Instantiating BLAS Functionality", 2015): for each (KC × NC) block of b,
 // packed into NR-column panels, and each (MC × KC) block of a, packed into MR-row panels, a
 // register tile of MR × NR results accumulates over KC.
-#include "lib/model/cpu_gemm.h"
+#include "lib/kernels/cpu_gemm.h"
 
 // GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
 // pass-through operands) wherever they are inlined; the warnings say nothing about this file.
@@ -18,7 +18,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_kernels.h"
 
 namespace sg {
 namespace {

@@ -1,5 +1,5 @@
 // cpu_kernels.cpp — MKL's packed GEMM (looked up at run time) and the AVX-512 and AVX2 shifted-exponential rows.
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_kernels.h"
 
 // GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
 // pass-through operands) wherever they are inlined; the warnings say nothing about this file.

@@ -1,5 +1,5 @@
 // loss_tuning.cpp — see loss_tuning.h.
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/loss_tuning.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -17,9 +17,9 @@
 #include <string>
 
 #include "lib/base/log.h"
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
-#include "lib/model/loss.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
+#include "lib/kernels/loss.h"
 #include "lib/text/tokenizer.h"
 
 namespace sg {

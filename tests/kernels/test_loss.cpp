@@ -1,13 +1,13 @@
-// Tests of lib/model/loss: the chunked linear cross-entropy against the unfused loss of LibTorch.
+// Tests of lib/kernels/loss: the chunked linear cross-entropy against the unfused loss of LibTorch.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
-#include "lib/model/loss.h"
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
+#include "lib/kernels/loss.h"
+#include "lib/kernels/loss_tuning.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // loss.cpp — chunked linear + cross-entropy with gradients computed in the forward pass.
-#include "lib/model/loss.h"
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/loss.h"
+#include "lib/kernels/loss_tuning.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -8,8 +8,8 @@
 #include <cmath>
 #include <optional>
 
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
 
 namespace sg {
 namespace {

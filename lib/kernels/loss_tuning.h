@@ -23,14 +23,14 @@
 // SG_LOSS_PRODUCTS=plain|packed|avx512 the products (SG_LOSS_PACKED=0|1: plain or packed, where
 // SG_LOSS_PRODUCTS is unset); either one skips the measurement (the other keeps the reference's value).
 // SG_LOSS_TUNING=0 keeps the reference.
-// Every candidate computes the same loss and gradients (tests/model/test_loss.cpp).
+// Every candidate computes the same loss and gradients (tests/kernels/test_loss.cpp).
 //
 // Not here: the loss itself (loss.h), its kernels (cpu_kernels.h).
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "lib/model/loss.h"
+#include "lib/kernels/loss.h"
 
 namespace sg {
 
