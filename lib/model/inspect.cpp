@@ -17,8 +17,8 @@
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"
-#include "lib/model/checkpoint.h"
 #include "lib/run/config.h"
+#include "lib/run/run_file.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
@@ -55,7 +55,7 @@ std::string modified_utc(const std::string& path) {
   return text;
 }
 
-json describe_run(const std::string& path, const h5::Group& root) {
+json describe_run(const std::string& path) {
   const auto state = read_run_state(path);
   const auto& config = state.config;
   json fields = json::object(), changed = json::array();
@@ -65,17 +65,13 @@ json describe_run(const std::string& path, const h5::Group& root) {
     fields[have[i].first] = have[i].second;
     if (have[i].second != defaults[i].second) changed.push_back(have[i].first);
   }
-  int64_t parameters = 0;
-  const auto model = root.group("model");
-  for (const auto& name : model.members())
-    if (model.is_dataset(name)) parameters += model.dataset(name).numel();
   json labels = json::object();
   for (const auto& [key, value] : state.labels) labels[key] = value;
   return {{"tier", config.tier},
           {"arm", config.model.arm.name()},
           {"seed", config.seed},
           {"labels", labels},
-          {"parameters", parameters},
+          {"parameters", config.model.parameter_count()},
           {"step", state.step},
           {"iterations", config.train.iterations},
           {"finished", state.finished},
@@ -204,7 +200,7 @@ std::string describe_file(const std::string& path, InfoFormat format) {
       d["tokens"] = describe_tokens(path);
     } else if (kind == kRunFormat) {
       d["kind"] = "run";
-      d["run"] = describe_run(path, root);
+      d["run"] = describe_run(path);
     } else if (kind == kResultFormat) {
       d["kind"] = "result";
       d["result"] = describe_table(read_table(path));

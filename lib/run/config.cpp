@@ -152,6 +152,15 @@ const std::vector<Field>& fields() {
 
 }  // namespace
 
+int64_t ModelConfig::parameter_count() const {
+  const int64_t c = n_embd;
+  // arm_parameter_cost counts the sink token's vector with the layer's cost; it is one per model.
+  const int64_t sink = arm.zero == ZeroOption::sinktoken ? c : 0;
+  const int64_t arm_per_layer = arm_parameter_cost(arm, n_head, head_dim(), c) - sink;
+  const int64_t layer = 2 * (2 * c) + 12 * c * c + arm_per_layer;
+  return vocab_size * c + block_size * c + n_layer * layer + 2 * c + sink;
+}
+
 void ModelConfig::validate() const {
   auto positive = [](const char* name, int64_t value) {
     if (value <= 0) throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));

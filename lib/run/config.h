@@ -25,6 +25,11 @@ struct ModelConfig {
   double gate_beta = 8.0;  // fixed sharpness of the norm gate (Eq. 3)
 
   int64_t head_dim() const { return n_embd / n_head; }
+  /// The parameters of the model built from this configuration (lib/model/model.h), the tied
+  /// embedding once: token and position embeddings, per layer two LayerNorms (weight and bias),
+  /// the attention and MLP projections (12 C^2, no biases) and the arm's own (Table 4), the final
+  /// LayerNorm, and the sink token's vector. Computed, not counted: no model is built.
+  int64_t parameter_count() const;
   /// Throws UsageError when the fields are inconsistent (e.g. width not divisible by heads).
   void validate() const;
 };

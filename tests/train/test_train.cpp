@@ -182,13 +182,3 @@ TEST_CASE("run files: the configuration and state round-trip, a wrong kind of fi
   std::remove(tokens.c_str());
   std::remove(run.c_str());
 }
-
-TEST_CASE("labels are KEY=VALUE with a plain key, never the run's own tier, arm or seed") {
-  CHECK(sg::parse_labels({"lr=3e-4", "note="}) == std::vector<std::pair<std::string, std::string>>{{"lr", "3e-4"}, {"note", ""}});
-  CHECK_THROWS_AS(sg::parse_labels({"lr"}), sg::UsageError);
-  CHECK_THROWS_AS(sg::parse_labels({"=1"}), sg::UsageError);
-  CHECK_THROWS_AS(sg::parse_labels({"2x=1"}), sg::UsageError);
-  CHECK_THROWS_AS(sg::parse_labels({"a-b=1"}), sg::UsageError);
-  CHECK_THROWS_WITH(sg::parse_labels({"seed=1"}), Catch::Contains("shadow"));
-  CHECK_THROWS_WITH(sg::parse_labels({"lr=1", "lr=2"}), Catch::Contains("twice"));
-}
