@@ -14,7 +14,7 @@
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
-#include "lib/model/inspect.h"
+#include "lib/run/inspect.h"
 #include "lib/model/runtime.h"
 
 namespace {

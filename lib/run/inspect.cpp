@@ -1,5 +1,5 @@
 // inspect.cpp — descriptions of sinkgate files and tiers for sg-info.
-#include "lib/model/inspect.h"
+#include "lib/run/inspect.h"
 
 #include <nlohmann/json.hpp>
 
