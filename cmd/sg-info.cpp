@@ -15,7 +15,6 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/run/inspect.h"
-#include "lib/model/runtime.h"
 
 namespace {
 
@@ -53,5 +52,5 @@ int main(int argc, char** argv) {
   parser.choices({"text", "json"});
   parser.flag("--curves", options.curves,
               "print the run files' training curves as TSV (run, tier, arm, seed, series, step, value)");
-  return sg::run_torch_tool(parser, argc, argv, [&] { run(options); });
+  return sg::cli::run_tool(parser, argc, argv, [&] { run(options); });
 }
