@@ -3,11 +3,9 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -16,11 +14,13 @@
 #include <sstream>
 #include <string>
 
+#include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
+#include "lib/io/atomic_file.h"
 #include "lib/kernels/cpu_gemm.h"
 #include "lib/kernels/cpu_kernels.h"
 #include "lib/kernels/loss.h"
-#include "lib/text/tokenizer.h"
 
 namespace sg {
 namespace {
@@ -72,8 +72,8 @@ std::optional<LossPlan> read_cached(const std::string& key) {
   return found;
 }
 
-/// Appends key → plan to the cache file, atomically (a temporary renamed over it); failures are
-/// ignored: the cache only saves a measurement.
+/// Appends key → plan to the cache file, atomically (io/atomic_file.h); failures are ignored: the
+/// cache only saves a measurement.
 void write_cached(const std::string& key, const LossPlan& plan) {
   std::ostringstream content;
   {
@@ -83,17 +83,11 @@ void write_cached(const std::string& key, const LossPlan& plan) {
   std::string text = content.str();
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += key + "\t" + std::to_string(plan.chunk_rows) + "\t" + loss_products_name(plan.products) + "\n";
-  const std::string temporary = cache_path() + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return;
-    out << text;
-    if (!out) {
-      std::remove(temporary.c_str());
-      return;
-    }
+  try {
+    write_text(cache_path(), text, /*force=*/true);
+  } catch (const Error& error) {
+    log::debug(std::string("sinkgate: the loss plan was not cached: ") + error.what());
   }
-  if (std::rename(temporary.c_str(), cache_path().c_str()) != 0) std::remove(temporary.c_str());
 }
 
 double median(std::vector<double> values) {
