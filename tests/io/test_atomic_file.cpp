@@ -37,7 +37,7 @@ TEST_CASE("write_text: a whole file, kept without force, replaced with it, no te
   CHECK_THROWS_AS(sg::write_text(scratch / "no/such/folder/x.md", "x", true), sg::OutputError);
 }
 
-TEST_CASE("temporary_for: beside the path, named by this process; a dead writer's temporary is removed") {
+TEST_CASE("temporary_for: beside the path, named by this process, a dead writer's temporary is removed") {
   sg_test::Scratch scratch;
   const auto path = scratch / "run.h5";
   const auto temporary = sg::temporary_for(path);
