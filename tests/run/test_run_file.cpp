@@ -14,7 +14,7 @@ namespace {
 sg::RunState small_state() {
   sg::RunState state;
   state.config = sg::make_run_config("tiny", "sinklogit", 5);
-  sg::apply_overrides(state.config, {"n_layer=1", "iterations=8", "lr_peak=3e-4"});
+  sg::apply_overrides(state.config, {"n_layer=1", "iterations=8", "warmup=2", "lr_peak=3e-4"});
   state.step = 2;
   state.data_position = 2 * state.config.train.batch();
   state.tokens_seen = 123;
