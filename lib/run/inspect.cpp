@@ -63,7 +63,8 @@ json describe_run(const std::string& path) {
   const auto have = to_fields(config), defaults = to_fields(preset);
   for (size_t i = 0; i < have.size(); ++i) {
     fields[have[i].first] = have[i].second;
-    if (have[i].second != defaults[i].second) changed.push_back(have[i].first);
+    // A preset leaves the loss plan to the machine (auto); a run fixes one: not a difference.
+    if (have[i].second != defaults[i].second && have[i].first != "loss_plan") changed.push_back(have[i].first);
   }
   json labels = json::object();
   for (const auto& [key, value] : state.labels) labels[key] = value;
@@ -80,6 +81,7 @@ json describe_run(const std::string& path) {
           {"tokens_seen", state.tokens_seen},
           {"token_file", state.token_file},
           {"token_file_sha256", state.token_file_hash},
+          {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
           {"checkpoint_time", modified_utc(path)},
           {"config", fields},
           {"differs_from_tier", changed}};
@@ -157,6 +159,15 @@ std::string render(const json& d) {
                                                                                               text_of(r["last_val_loss"]) + ")"));
     lines.add("last checkpoint", text_of(r["checkpoint_time"]));
     lines.add("token file", text_of(r["token_file"]) + "  sha256 " + text_of(r["token_file_sha256"]));
+    if (r["loss_plan"].is_null()) {
+      lines.add("loss plan", "not recorded (a run file of an older version: a resume fixes one and records it)");
+    } else {
+      const auto plan = parse_loss_plan(r["loss_plan"].get<std::string>());
+      lines.add("loss plan", text_of(r["loss_plan"]) + " (chunks of " + std::to_string(plan.chunk_rows) + " rows, " +
+                                 plan.products + " products" +
+                                 (plan.row_kernel.empty() ? "" : ", " + plan.row_kernel + " softmax rows") +
+                                 "; kept by --resume)");
+    }
     std::set<std::string> changed;
     for (const auto& name : r["differs_from_tier"]) changed.insert(name.get<std::string>());
     lines.heading("  configuration (* differs from the tier's preset)");
