@@ -18,8 +18,8 @@
 #include "lib/base/error.h"
 #include "lib/base/log.h"
 #include "lib/io/results.h"
-#include "lib/model/arm.h"
-#include "lib/model/config.h"
+#include "lib/run/arm.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/model/runtime.h"
 

@@ -8,38 +8,48 @@
 // Examples:
 //   sg-info data/pydoc.h5 results/quick/runs/quick/combo2/0.h5
 //   sg-info results/quick/val.h5 --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["rows"])'
+//   sg-info runs/*.h5 --format json -o runs.jsonl      # JSON Lines: one object a line per file
 //   sg-info --tier all
 //   sg-info --curves results/quick/runs/quick/*/0.h5 > curves.tsv
 #include <iostream>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
-#include "lib/model/inspect.h"
-#include "lib/model/runtime.h"
+#include "lib/io/atomic_file.h"
+#include "lib/io/h5.h"
+#include "lib/run/inspect.h"
 
 namespace {
 
 struct Options {
+  sg::cli::CommonOptions common = sg::cli::to_stdout();
   std::vector<std::string> files;
   std::string tier;
   std::string format = "text";
   bool curves = false;
 };
 
+std::string describe(const Options& options) {
+  if (options.curves) {
+    if (options.files.empty()) throw sg::UsageError("--curves needs run files");
+    return sg::run_curves(options.files);
+  }
+  // JSON: one object a line (JSON Lines), so that several files parse line by line.
+  const auto format = options.format == "json" ? sg::InfoFormat::json : sg::InfoFormat::text;
+  std::string text;
+  if (!options.tier.empty()) text += sg::describe_tiers(options.tier, format);
+  for (size_t i = 0; i < options.files.size(); ++i) {
+    if (format == sg::InfoFormat::text && (i > 0 || !options.tier.empty())) text += "\n";
+    text += sg::describe_file(options.files[i], format);
+  }
+  return text;
+}
+
 void run(const Options& options) {
   if (options.files.empty() && options.tier.empty())
     throw sg::UsageError("nothing to describe", "give files, or --tier NAME (or all)");
-  if (options.curves) {
-    if (options.files.empty()) throw sg::UsageError("--curves needs run files");
-    std::cout << sg::run_curves(options.files) << std::flush;
-    return;
-  }
-  const auto format = options.format == "json" ? sg::InfoFormat::json : sg::InfoFormat::text;
-  if (!options.tier.empty()) std::cout << sg::describe_tiers(options.tier, format);
-  for (size_t i = 0; i < options.files.size(); ++i) {
-    if (i > 0 || !options.tier.empty()) std::cout << (format == sg::InfoFormat::text ? "\n" : "");
-    std::cout << sg::describe_file(options.files[i], format) << std::flush;
-  }
+  sg::h5::check_writable(options.common.output, options.common.force, options.files);
+  sg::write_text(options.common.output, describe(options), options.common.force);
 }
 
 }  // namespace
@@ -49,9 +59,10 @@ int main(int argc, char** argv) {
   sg::cli::Parser parser("sg-info", "What a sinkgate file is: kind, provenance, configuration, contents.");
   parser.option("files", options.files, "token files, run files or result tables (HDF5 or CSV); '-' for stdin");
   parser.option("--tier", options.tier, "print a tier's preset (a name, or all)");
-  parser.option("--format", options.format, "text, or json (one object per file, for scripts)");
+  parser.option("--format", options.format, "text, or json (JSON Lines: one object a line, per file, for scripts)");
   parser.choices({"text", "json"});
   parser.flag("--curves", options.curves,
               "print the run files' training curves as TSV (run, tier, arm, seed, series, step, value)");
-  return sg::run_torch_tool(parser, argc, argv, [&] { run(options); });
+  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel);
+  return sg::cli::run_tool(parser, argc, argv, [&] { run(options); });
 }

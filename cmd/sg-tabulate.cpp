@@ -21,6 +21,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/io/atomic_file.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"

@@ -21,7 +21,7 @@
 #include "lib/base/text.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/runtime.h"
 #include "lib/train/train.h"
 
@@ -49,8 +49,10 @@ std::string describe_labels(const std::vector<std::pair<std::string, std::string
 }
 
 /// The configuration of the run to continue (--resume): the run file's. An option that would
-/// change it is refused rather than silently ignored.
-sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& parser) {
+/// change it is refused rather than silently ignored, but for loss_plan: a new one replaces the
+/// run's recorded plan (*loss_plan set; sg::train warns that the run is then not bitwise
+/// identical to an uninterrupted one).
+sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& parser, std::string* loss_plan) {
   const auto& path = options.common.output;
   const auto state = sg::read_run_state(path);
   const sg::RunConfig& config = state.config;
@@ -67,6 +69,8 @@ sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& pars
   };
   if (parser.given("--label") && sorted(sg::parse_labels(options.labels)) != sorted(state.labels))
     differences = "labels " + sg::join(options.labels, " ") + " (the file: " + describe_labels(state.labels) + ")";
+  if (asked.train.loss_plan != config.train.loss_plan) *loss_plan = asked.train.loss_plan;
+  asked.train.loss_plan = config.train.loss_plan;
   const auto have = sg::to_fields(config), want = sg::to_fields(asked);
   for (size_t i = 0; i < have.size(); ++i)
     if (have[i].second != want[i].second)
@@ -90,8 +94,9 @@ void run(const Options& options, const sg::cli::Parser& parser) {
                          "give -o FILE.h5; other tools read it from there (sg-eval FILE.h5 -o - | sg-tabulate -)");
   if (options.resume && options.common.force) throw sg::UsageError("--resume and --force exclude each other");
   sg::RunConfig config;
+  std::string loss_plan;  // --resume --set loss_plan=…: the plan replacing the run's
   if (options.resume) {
-    config = resumed_config(options, parser);
+    config = resumed_config(options, parser, &loss_plan);
   } else {
     if (distributed.rank == 0) sg::h5::check_writable(options.common.output, options.common.force, {options.tokens});
     config = sg::make_run_config(options.tier, options.arm, options.common.seed);
@@ -118,6 +123,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   train.log_interval = options.log_interval;
   train.log_json = options.log_json;
   train.allow_other_tokens = options.allow_other_tokens;
+  train.loss_plan = loss_plan;
   std::string fields;
   for (const auto& [key, value] : sg::to_fields(config)) fields += key + "=" + value + "\n";
   train.provenance = sg::make_provenance("sg-train", parser.command_line(), {options.tokens}, fields);
@@ -147,7 +153,7 @@ int main(int argc, char** argv) {
   parser.option("--set", options.overrides,
                 "override a field, key=value (repeatable): n_layer n_head n_embd block_size vocab_size gate_beta "
                 "micro_batch accumulation iterations warmup lr_peak lr_min weight_decay beta1 beta2 grad_clip "
-                "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval");
+                "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval loss_plan");
   parser.option("--label", options.labels,
                 "KEY=VALUE carried as a key column into every result table made from the run (repeatable; "
                 "run=NAME names the run in place of its file)");
@@ -167,11 +173,19 @@ int main(int argc, char** argv) {
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
   parser.option("--dist-timeout", options.dist_timeout,
                 "data parallelism: seconds the ranks wait for each other (rendezvous, every collective)");
-  parser.footer("Environment: SG_CPU_KERNELS=0 turns off the CPU fast paths of the float32 loss (MKL's packed GEMM, "
-                "the AVX-512 products, the AVX-512 or AVX2 softmax rows; =avx2 caps the rows at AVX2); the same "
-                "arithmetic then runs through torch::mm and ATen. SG_LOSS_CHUNK_ROWS=N and "
-                "SG_LOSS_PRODUCTS=plain|packed|avx512 (or SG_LOSS_PACKED=0|1) set the CPU loss's plan instead of "
-                "measuring it once per machine (SG_LOSS_TUNING=0: the fixed rule). Data parallelism: "
+  parser.footer("The loss plan (--set loss_plan=…): auto (the default) chooses the CPU loss's chunk rows, products "
+                "and softmax-row kernel for this machine (measured once per machine and shape, cached in "
+                "~/.cache/sinkgate/loss-chunks.tsv); ROWS:PRODUCTS[:ROW_KERNEL] fixes it, e.g. 2048:avx512 or "
+                "1024:plain:portable (PRODUCTS plain, packed or avx512; ROW_KERNEL avx512f, avx2 or portable, left "
+                "out: the best this CPU runs, as SINKGATE_CPU_KERNELS allows). The plan is recorded in the run file and kept by --resume, so a run "
+                "continues with the arithmetic it started with; --resume --set loss_plan=… replaces it, with a "
+                "warning (not bitwise identical to an uninterrupted run). "
+                "Environment (for runs that have no plan yet): SINKGATE_CPU_KERNELS=0 turns off the CPU fast paths "
+                "of the float32 loss (MKL's packed GEMM, the AVX-512 products, the AVX-512 or AVX2 softmax rows; "
+                "=avx2 caps the rows at AVX2); the same arithmetic then runs through torch::mm and ATen. "
+                "SINKGATE_LOSS_CHUNK_ROWS=N and SINKGATE_LOSS_PRODUCTS=plain|packed|avx512 (or "
+                "SINKGATE_LOSS_PACKED=0|1) set the plan instead of measuring it (SINKGATE_LOSS_TUNING=0: the fixed "
+                "rule); the old names SG_* still work. Data parallelism: "
                 "launched by torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, "
                 "SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_NODELIST), sg-train runs as one rank: NCCL with --device cuda "
                 "(the GPU of LOCAL_RANK), Gloo on CPUs; GLOO_SOCKET_IFNAME picks Gloo's interface.");

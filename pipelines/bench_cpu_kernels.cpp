@@ -3,12 +3,12 @@
 // Times, in interleaved rounds so that a drift of the machine's speed touches every candidate:
 //   - the CPU's FMA peak in 256- and 512-bit registers, and the loss's three matrix products for
 //     a chunk of up to 1,024 rows under torch::mm and under the loss's own AVX-512 product
-//     (lib/model/cpu_gemm.h), as GFLOP/s: whether the BLAS runs as wide as the CPU can;
+//     (lib/kernels/cpu_gemm.h), as GFLOP/s: whether the BLAS runs as wide as the CPU can;
 //   - the softmax row pass over ROWS x V float32 logits: the AVX-512 kernel, the AVX2 kernel
-//     (lib/model/cpu_kernels.h; each where the CPU has it) and ATen's four sweeps (amax, sub_,
+//     (lib/kernels/cpu_kernels.h; each where the CPU has it) and ATen's four sweeps (amax, sub_,
 //     exp_, sum) that run where neither does;
-//   - the whole loss (forward and gradients, lib/model/loss.h) under every plan that
-//     lib/model/loss_tuning.h measures for that shape, as a ratio to the reference plan's time in
+//   - the whole loss (forward and gradients, lib/kernels/loss.h) under every plan that
+//     lib/kernels/loss_tuning.h measures for that shape, as a ratio to the reference plan's time in
 //     the same round.
 // Prints the CPU model and the kernels this machine runs first. Build: ninja -C build
 // bench_cpu_kernels. Run (V = 50,257 and the rows and width of tier cpu by default):
@@ -32,10 +32,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
-#include "lib/model/loss.h"
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
+#include "lib/kernels/loss.h"
+#include "lib/kernels/loss_tuning.h"
 #include "lib/model/runtime.h"
 
 namespace {
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
               sg::PackedRightOperand::available() ? "present" : "absent");
 
   // The loss's three products for one chunk of up to 1,024 rows, as GFLOP/s: torch::mm (MKL as
-  // it runs here) against gemm_avx512 (lib/model/cpu_gemm.h), with the largest difference.
+  // it runs here) against gemm_avx512 (lib/kernels/cpu_gemm.h), with the largest difference.
   if (only.empty() || only == "products") {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
       std::printf("FMA peak on %d threads: %.1f GFLOP/s in 256-bit registers", at::get_num_threads(), fma_peak(false) / 1e9);

@@ -2,7 +2,8 @@
 """bench_startup.py — start-up time and peak resident memory of the sinkgate tools.
 
 For each tool: `--help`, and one real small call (sg-tabulate on a result table, sg-pairdiff on the
-paper's Table 5 CSV, sg-bpe on a paragraph, sg-tokenize on a page of text). Each command runs
+paper's Table 5 CSV, sg-bpe on a paragraph, sg-tokenize on a page of text, sg-info on a run file:
+--run FILE, else one this build's sg-train makes, tier tiny, two steps, where it is built). Each command runs
 --runs times (default 10); the script prints the median wall time and the median peak resident
 set (ru_maxrss of the child, from wait4), with the machine's CPU model.
 
@@ -10,9 +11,12 @@ With --reference OTHER_BIN (the bin folder of another build, e.g. the commit bef
 both builds run interleaved, command by command and run by run, and the ratios reference / this
 are printed: the figure to quote, since both sides share the machine's state of the moment.
 
+--tools sg-info,... measures those tools' commands alone (a reference folder then needs only them).
+
 Usage:
   python3 pipelines/bench_startup.py --bin build/bin
   python3 pipelines/bench_startup.py --bin build/bin --reference /tmp/old/build/bin --runs 10
+  python3 pipelines/bench_startup.py --bin build/bin --reference /tmp/old/bin --tools sg-info
 """
 import argparse
 import os
@@ -57,22 +61,41 @@ def measure(argv, cwd):
     return wall, usage.ru_maxrss / 1024.0
 
 
-def commands(bin_dir, work):
-    """(label, argv) for one build; inputs it needs are made in `work`."""
+def make_run(bin_dir, work):
+    """A tiny run file made by this build's sg-tokenize and sg-train, or None where they are not built."""
     b = lambda tool: os.path.join(bin_dir, tool)
-    table = os.path.join(work, "table5.h5")
-    if not os.path.exists(table):
-        subprocess.run([b("sg-pairdiff"), TABLE5, "--ref", "baseline", "--log-level", "quiet", "-o", table],
-                       check=True)
-    out = [(f"{tool} --help", [b(tool), "--help"]) for tool in ("sg-tokenize", "sg-bpe", "sg-pairdiff", "sg-tabulate")]
-    out += [
-        ("sg-tabulate table5.h5", [b("sg-tabulate"), table, "--rows", "tier,arm", "--cols", "statistic", "--cell", "mean"]),
-        ("sg-pairdiff table5.csv", [b("sg-pairdiff"), TABLE5, "--ref", "baseline", "--log-level", "quiet", "-o",
-                                    os.path.join(work, "pairs.h5"), "--force"]),
-        ("sg-bpe --count page", [b("sg-bpe"), "--count", "--threads", "1", TEXT]),
-        ("sg-tokenize page", [b("sg-tokenize"), TEXT, "--val-tokens", "100", "--threads", "1", "--log-level", "quiet",
-                              "-o", os.path.join(work, "tokens.h5"), "--force"]),
-    ]
+    if not (os.path.exists(b("sg-train")) and os.path.exists(b("sg-tokenize"))):
+        return None
+    tokens, run = os.path.join(work, "run-tokens.h5"), os.path.join(work, "run.h5")
+    subprocess.run([b("sg-tokenize"), TEXT, "--val-tokens", "2000", "--log-level", "quiet", "-o", tokens], check=True)
+    subprocess.run([b("sg-train"), "--tokens", tokens, "--tier", "tiny", "--set", "iterations=2", "--set", "warmup=1",
+                    "--set", "eval_batches=1", "--set", "final_eval_batches=1", "--set", "block_size=32",
+                    "--log-level", "quiet", "-o", run], check=True)
+    return run
+
+
+def commands(bin_dir, work, tools, run):
+    """(label, argv) for one build, of the tools listed; inputs it needs are made in `work`."""
+    b = lambda tool: os.path.join(bin_dir, tool)
+    out = [(f"{tool} --help", [b(tool), "--help"])
+           for tool in ("sg-tokenize", "sg-bpe", "sg-pairdiff", "sg-tabulate", "sg-info") if tool in tools]
+    if "sg-tabulate" in tools:
+        table = os.path.join(work, "table5.h5")
+        if not os.path.exists(table):
+            subprocess.run([b("sg-pairdiff"), TABLE5, "--ref", "baseline", "--log-level", "quiet", "-o", table],
+                           check=True)
+        out.append(("sg-tabulate table5.h5",
+                    [b("sg-tabulate"), table, "--rows", "tier,arm", "--cols", "statistic", "--cell", "mean"]))
+    if "sg-pairdiff" in tools:
+        out.append(("sg-pairdiff table5.csv", [b("sg-pairdiff"), TABLE5, "--ref", "baseline", "--log-level", "quiet",
+                                               "-o", os.path.join(work, "pairs.h5"), "--force"]))
+    if "sg-bpe" in tools:
+        out.append(("sg-bpe --count page", [b("sg-bpe"), "--count", "--threads", "1", TEXT]))
+    if "sg-tokenize" in tools:
+        out.append(("sg-tokenize page", [b("sg-tokenize"), TEXT, "--val-tokens", "100", "--threads", "1",
+                                         "--log-level", "quiet", "-o", os.path.join(work, "tokens.h5"), "--force"]))
+    if "sg-info" in tools and run:
+        out.append(("sg-info run.h5", [b("sg-info"), run]))
     return out
 
 
@@ -81,17 +104,22 @@ def main():
     parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="bin folder of the build to measure")
     parser.add_argument("--reference", help="bin folder of a reference build, run interleaved")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--tools", default="sg-tokenize,sg-bpe,sg-pairdiff,sg-tabulate,sg-info",
+                        help="comma-separated tools whose commands run (default: the tools that need no model)")
+    parser.add_argument("--run", help="the run file sg-info describes (default: one this build makes)")
     args = parser.parse_args()
+    tools = args.tools.split(",")
     builds = [("this", os.path.abspath(args.bin))]
     if args.reference:
         builds.append(("reference", os.path.abspath(args.reference)))
     work = tempfile.mkdtemp(prefix="sg-bench-startup-")
     try:
+        run = os.path.abspath(args.run) if args.run else (make_run(builds[0][1], work) if "sg-info" in tools else None)
         sets = {}
         for name, bin_dir in builds:
             folder = os.path.join(work, name)
             os.makedirs(folder)
-            sets[name] = (folder, commands(bin_dir, folder))
+            sets[name] = (folder, commands(bin_dir, folder, tools, run))
         labels = [label for label, _ in sets["this"][1]]
         results = {name: {label: [] for label in labels} for name, _ in builds}
         for label_index, label in enumerate(labels):

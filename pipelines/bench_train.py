@@ -25,7 +25,7 @@ matrix counted whole):
   6 * (12 L C^2 + V C) + 12 L C T       (L layers, width C, vocabulary V, context T)
 The load average is recorded around every measurement: on a shared machine read the figures
 with it. Above every table: the CPU's model name and flags (lscpu's), its caches, ATen's CPU
-capability and the loss plan sg-train cached for this shape (lib/model/loss_tuning.h; a run of
+capability and the loss plan sg-train cached for this shape (lib/kernels/loss_tuning.h; a run of
 one step before the rounds lets sg-train measure it untimed). --cpu-time adds core-seconds (user + system) per step, which other processes disturb
 far less than wall-clock time: eager's from its steps, sg-train's as the difference between a
 run of --steps and one of --skip steps (start-up, evaluation and saving cancel). With more than
@@ -54,7 +54,7 @@ TUNED = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_thresh
 from default_corpus import default_corpus  # noqa: E402
 
 DEFAULT_CORPUS = default_corpus()
-# Tier cpu of lib/model/config.cpp.
+# Tier cpu of lib/run/config.cpp.
 SHAPE = dict(n_layer=4, n_head=4, n_embd=256, block_size=256, micro_batch=8, vocab_size=50257)
 
 
@@ -96,7 +96,7 @@ def machine():
 
 
 def loss_plan(args):
-    """sg-train's cached CPU loss plan for tier cpu on --threads threads (lib/model/loss_tuning.h),
+    """sg-train's cached CPU loss plan for tier cpu on --threads threads (lib/kernels/loss_tuning.h),
     or None: '<chunk rows> <packed|plain>' and the fast paths that ran."""
     cache = os.environ.get("SINKGATE_CACHE") or (os.path.join(os.environ["XDG_CACHE_HOME"], "sinkgate")
                                                  if os.environ.get("XDG_CACHE_HOME") else

@@ -164,7 +164,7 @@ if [ "$COSTS" != 0 ]; then
   variant M6-baseline-one-micro-batch 124M baseline -- --set micro_batch=32 --set accumulation=1
   variant M7-10M-baseline 10M baseline -- --set iterations=60
   for rows in 2048 8192; do
-    variant "M8-baseline-loss-chunk-$rows" 124M baseline SG_LOSS_CHUNK_ROWS=$rows --
+    variant "M8-baseline-loss-chunk-$rows" 124M baseline SINKGATE_LOSS_CHUNK_ROWS=$rows --
   done
   cat "$OUT/costs.tsv"
 fi

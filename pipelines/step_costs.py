@@ -38,7 +38,7 @@ micro-batch, a fused linear + cross-entropy, fused gate kernels, q/k/v by unbind
 saving each would bring is computed the same way; --chunk-rows, --micro-batch and --accumulation
 change the loss chunk and the step's shape.
 
-Tier presets are read from lib/model/config.cpp (make_tier lines), so they stay the code's own.
+Tier presets are read from lib/run/config.cpp (make_tier lines), so they stay the code's own.
 
 Run it with any Python 3 from the repository root (no build, no torch):
   python3 pipelines/step_costs.py                              # 124M baseline, 8 x 4 x 1,024 tokens
@@ -53,7 +53,7 @@ import re
 import sys
 
 ARMS = ["baseline", "offbyone", "sinklogit", "sinktoken", "normgate", "renorm", "projgate", "combo", "combo2"]
-# lib/model/arm.cpp: the paper's names as (zero option, filter).
+# lib/run/arm.cpp: the paper's names as (zero option, filter).
 NAMED_ARMS = {
     "baseline": ("none", "none"), "offbyone": ("offbyone", "none"), "sinklogit": ("sinklogit", "none"),
     "sinktoken": ("sinktoken", "none"), "normgate": ("none", "normgate"), "renorm": ("none", "renorm"),
@@ -86,9 +86,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Shapes
 
 def read_tiers(root=ROOT):
-    """The presets of lib/model/config.cpp: name -> shape fields, and the default vocabulary."""
-    config = open(os.path.join(root, "lib/model/config.cpp"), encoding="utf-8").read()
-    header = open(os.path.join(root, "lib/model/config.h"), encoding="utf-8").read()
+    """The presets of lib/run/config.cpp: name -> shape fields, and the default vocabulary."""
+    config = open(os.path.join(root, "lib/run/config.cpp"), encoding="utf-8").read()
+    header = open(os.path.join(root, "lib/run/config.h"), encoding="utf-8").read()
     vocab = int(re.search(r"int64_t vocab_size = (\d+);", header).group(1))
     pattern = re.compile(r'make_tier\("([^"]+)",\s*"[^"]*",' + r"\s*(\d+)," * 7 + r"\s*(\d+)\)")
     tiers = {}
@@ -98,7 +98,7 @@ def read_tiers(root=ROOT):
         tiers[name] = dict(layers=layers, heads=heads, width=width, context=context, vocab=vocab,
                            micro_batch=micro_batch, accumulation=accumulation, iterations=iterations)
     if not tiers:
-        sys.exit("step_costs: no make_tier(...) presets found in lib/model/config.cpp")
+        sys.exit("step_costs: no make_tier(...) presets found in lib/run/config.cpp")
     return tiers
 
 
@@ -748,7 +748,7 @@ def main():
     tiers = read_tiers()
     parser = argparse.ArgumentParser(
         description="Computed FLOPs, bytes and kernel launches of one sg-train step on a CUDA GPU.")
-    parser.add_argument("--tier", default="124M", choices=sorted(tiers), help="preset of lib/model/config.cpp (default 124M)")
+    parser.add_argument("--tier", default="124M", choices=sorted(tiers), help="preset of lib/run/config.cpp (default 124M)")
     parser.add_argument("--arm", default="baseline", help="one of the nine arms, or ZERO+FILTER (default baseline)")
     parser.add_argument("--all-arms", action="store_true", help="one summary row per arm instead of one arm's tables")
     parser.add_argument("--micro-batch", type=int, default=0, help="sequences a forward pass (default: the tier's)")

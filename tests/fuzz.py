@@ -20,9 +20,9 @@ Usage:
   BIN_DIR   the folder of the sg- executables (build/bin)
   WORK_DIR  scratch folder (wiped): seeds/, cases/, failures/ (each failing input, with its command)
 
-The number of cases is N (default 100, under a minute on 2 cores), or $SG_FUZZ_CASES (a release
-campaign: thousands). Each case is reproducible from (--seed, case number): the summary line of a
-failure says both. Exit 0 when every case passed, 1 otherwise.
+The number of cases is N (default 100, under a minute on 2 cores), or $SINKGATE_FUZZ_CASES (a
+release campaign: thousands; the old name SG_FUZZ_CASES still works, with a warning). Each case is
+reproducible from (--seed, case number): the summary line of a failure says both. Exit 0 when every case passed, 1 otherwise.
 """
 import argparse
 import concurrent.futures
@@ -463,11 +463,21 @@ def one_case(case, args, kinds, seeds, pool_kinds, donors):
 FAILURES = {"crash", "hang", "internal", "bad-code", "unnamed", "changed-input"}
 
 
+def default_cases():
+    """$SINKGATE_FUZZ_CASES, else the old name $SG_FUZZ_CASES (with a warning), else 100."""
+    if "SINKGATE_FUZZ_CASES" in os.environ:
+        return os.environ["SINKGATE_FUZZ_CASES"]
+    if "SG_FUZZ_CASES" in os.environ:
+        print("fuzz: warning: SG_FUZZ_CASES is an old name; use SINKGATE_FUZZ_CASES", file=sys.stderr)
+        return os.environ["SG_FUZZ_CASES"]
+    return "100"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("bin_dir")
     parser.add_argument("work")
-    parser.add_argument("--cases", type=int, default=int(os.environ.get("SG_FUZZ_CASES", "100")))
+    parser.add_argument("--cases", type=int, default=int(default_cases()))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     parser.add_argument("--jobs", type=int, default=2)

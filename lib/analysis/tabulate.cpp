@@ -1,21 +1,15 @@
-// tabulate.cpp — pivoting a result table and writing it as Markdown, LaTeX, CSV or TSV.
+// tabulate.cpp — pivoting a result table and rendering it as Markdown, LaTeX, CSV or TSV.
 #include "lib/analysis/tabulate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <sstream>
 
 #include "lib/base/error.h"
 #include "lib/base/text.h"
-#include "lib/io/h5.h"
 
 namespace sg {
 namespace {
@@ -512,32 +506,6 @@ std::string render(const ResultTable& table, const TabulateOptions& options) {
     return render_flat(table, options);
   }
   return render_pivot(table, options);
-}
-
-void write_text(const std::string& path, const std::string& text, bool force) {
-  if (path == "-") {
-    errno = 0;
-    std::cout << text << std::flush;
-    if (!std::cout && errno == EPIPE) throw ReaderGone();
-    if (!std::cout) throw OutputError("cannot write to stdout");
-    return;
-  }
-  h5::check_writable(path, force);
-  const std::string temporary = h5::temporary_for(path);
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw OutputError("cannot write " + temporary);
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw OutputError("cannot rename " + temporary + " to " + path + ": " + reason);
-  }
 }
 
 }  // namespace sg

@@ -62,8 +62,4 @@ Label parse_label(const std::string& spec);
 /// columns that tell them apart).
 std::string render(const ResultTable& table, const TabulateOptions& options);
 
-/// Writes text to `path` ("-": stdout), for a file atomically (temporary name, then rename).
-/// Throws OutputError (existing file without force, unwritable directory).
-void write_text(const std::string& path, const std::string& text, bool force);
-
 }  // namespace sg

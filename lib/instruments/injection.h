@@ -24,7 +24,7 @@
 
 #include "lib/instruments/corruption.h"
 #include "lib/io/results.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/model/tensors.h"
 #include "lib/text/token_file.h"

@@ -57,7 +57,7 @@
 
 #include "lib/instruments/corruption.h"
 #include "lib/io/results.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/text/token_file.h"
 #include "lib/text/tokenizer.h"

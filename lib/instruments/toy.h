@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "lib/io/results.h"
-#include "lib/model/arm.h"
+#include "lib/run/arm.h"
 #include "lib/model/attention.h"
 
 namespace sg::toy {

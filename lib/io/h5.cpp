@@ -22,6 +22,8 @@
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
+#include "lib/io/atomic_file.h"
 #include "sg/version.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "h5.h stores hid_t as int64_t (HDF5 >= 1.10)");
@@ -31,19 +33,6 @@ namespace {
 
 // POSIX rather than std::filesystem: the torch wheel's libtorch.so exports its own copies of
 // std::filesystem functions, some of which crash when they bind instead of libstdc++'s.
-
-std::string temporary_directory() {
-  const char* tmp = std::getenv("TMPDIR");
-  return tmp && *tmp ? tmp : "/tmp";
-}
-
-/// The directory part of a path ("." for a bare name).
-std::string directory_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 /// Silences HDF5's automatic error printing (per thread: the library is built thread-safe), and
 /// keeps HDF5 from closing, at exit, files that our own code did not close: a Writer abandoned on
@@ -331,40 +320,6 @@ struct StdinCopy {
   }
 };
 
-/// Whether no process has this pid (a signal 0 finds none).
-bool process_gone(const std::string& digits) {
-  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-  const auto pid = static_cast<pid_t>(std::stol(digits));
-  return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-/// Removes the files of `directory` named PREFIX + PID + rest whose PID is a process that is gone;
-/// `rest` is empty, or starts with '-' (make_temporary's random suffix).
-void remove_stale(const std::string& directory, const std::string& prefix) {
-  DIR* dir = opendir(directory.c_str());
-  if (!dir) return;
-  while (const dirent* entry = readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string tail = name.substr(prefix.size());
-    const std::string pid = tail.substr(0, tail.find('-'));
-    if (process_gone(pid) && std::remove((directory + "/" + name).c_str()) == 0)
-      log::debug("removed " + directory + "/" + name + ", left by a process that is gone");
-  }
-  closedir(dir);
-}
-
-std::string make_temporary(const std::string& stem) {
-  remove_stale(temporary_directory(), stem + "-");
-  std::string pattern = temporary_directory() + "/" + stem + "-" + std::to_string(getpid()) + "-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  const int fd = mkstemp(buffer.data());
-  if (fd < 0) throw OutputError("cannot create a temporary file in " + temporary_directory());
-  close(fd);
-  return std::string(buffer.data());
-}
-
 }  // namespace
 
 std::string to_string(Dtype dtype) {
@@ -425,12 +380,6 @@ void check_writable(const std::string& path, bool force, const std::vector<std::
   }
   if (access(directory.c_str(), W_OK | X_OK) != 0)
     throw OutputError("cannot write " + path + ": directory " + directory + " is not writable");
-}
-
-std::string temporary_for(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  remove_stale(directory_of(path), (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.");
-  return path + ".tmp." + std::to_string(getpid());
 }
 
 std::string resolve_input(const std::string& path) {
@@ -1076,11 +1025,6 @@ void Writer::commit() {
   const herr_t closed = H5Fclose(file_);
   file_ = -1;
   if (closed < 0) fail_output(name, "cannot finish writing " + temporary_);
-  const int fd = ::open(temporary_.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    fsync(fd);
-    ::close(fd);
-  }
   if (path_ == "-") {
     std::ifstream in(temporary_, std::ios::binary);
     std::cout.flush();
@@ -1093,17 +1037,7 @@ void Writer::commit() {
     committed_ = true;
     return;
   }
-  if (!force_) {
-    // link() refuses an existing name, so a file that appeared meanwhile is never clobbered.
-    if (link(temporary_.c_str(), path_.c_str()) == 0) {
-      std::remove(temporary_.c_str());
-      committed_ = true;
-      return;
-    }
-    if (errno == EEXIST) throw OutputError(path_ + " exists", "use --force to overwrite it");
-  }
-  if (std::rename(temporary_.c_str(), path_.c_str()) != 0)
-    throw OutputError("cannot rename " + temporary_ + " to " + path_ + ": " + std::strerror(errno));
+  move_into_place(temporary_, path_, force_);
   committed_ = true;
 }
 

@@ -32,11 +32,6 @@ std::string to_string(Dtype dtype);
 /// `inputs`: writing it would destroy an input (--force or not). Call it before any expensive work.
 void check_writable(const std::string& path, bool force, const std::vector<std::string>& inputs = {});
 
-/// The temporary name an atomic writer of `path` writes before renaming: path + ".tmp." + this
-/// process's pid. Temporaries of the same path left by processes that no longer exist (killed
-/// writers) are removed first.
-std::string temporary_for(const std::string& path);
-
 /// The path a reader should open for `path`: itself, or for "-" a temporary copy of stdin, made on
 /// the first call and removed at exit (so "-" can be read, and hashed, more than once).
 /// Throws InputError when stdin is a terminal, cannot be read or is empty (an upstream failure).

@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include "lib/model/arm.h"
+#include "lib/run/arm.h"
 
 namespace sg {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "lib/base/error.h"
-#include "lib/model/loss.h"
+#include "lib/kernels/loss.h"
 
 namespace sg {
 
@@ -85,7 +85,7 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, ModelCache* cache) {
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
   const auto h = hidden(idx);
-  return linear_cross_entropy(h.reshape({-1, h.size(-1)}), wte->weight, targets.reshape({-1}));
+  return linear_cross_entropy(h.reshape({-1, h.size(-1)}), wte->weight, targets.reshape({-1}), loss_plan_);
 }
 
 void GPTImpl::set_hooks(std::shared_ptr<const AttentionHooks> hooks) {

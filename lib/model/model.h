@@ -11,8 +11,9 @@
 #include <memory>
 #include <vector>
 
+#include "lib/kernels/loss.h"
 #include "lib/model/attention.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 
 namespace sg {
 
@@ -51,8 +52,12 @@ class GPTImpl : public torch::nn::Module {
   torch::Tensor hidden(const torch::Tensor& idx, ModelCache* cache = nullptr);
 
   /// Mean next-token cross-entropy (nats) of idx (B, T) against targets (B, T), without
-  /// materialising all logits at once (lib/loss.h).
+  /// materialising all logits at once (lib/kernels/loss.h), under the loss plan set below.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
+  /// The plan loss() runs (lib/kernels/loss.h); the default LossPlan{} is chosen per shape and
+  /// machine (loss_tuning.h). A training run sets the plan it fixed and records.
+  void set_loss_plan(const LossPlan& plan) { loss_plan_ = plan; }
+  const LossPlan& loss_plan() const { return loss_plan_; }
 
   /// Installs the intervention hooks on every attention layer (nullptr removes them).
   void set_hooks(std::shared_ptr<const AttentionHooks> hooks);
@@ -70,6 +75,7 @@ class GPTImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  LossPlan loss_plan_;
 };
 TORCH_MODULE(GPT);
 

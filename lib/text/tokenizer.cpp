@@ -34,6 +34,7 @@
 #include <thread>
 
 #include "lib/base/error.h"
+#include "lib/base/paths.h"
 
 namespace sg {
 namespace {
@@ -918,17 +919,6 @@ std::vector<std::string_view> pretokenize(std::string_view text) {
     i = end;
   }
   return pieces;
-}
-
-std::string cache_folder() {
-  auto env = [](const char* name) -> std::string {
-    const char* value = std::getenv(name);
-    return value ? value : "";
-  };
-  std::string cache = env("SINKGATE_CACHE");
-  if (cache.empty() && !env("XDG_CACHE_HOME").empty()) cache = env("XDG_CACHE_HOME") + "/sinkgate";
-  if (cache.empty()) cache = env("HOME") + "/.cache/sinkgate";
-  return cache;
 }
 
 std::string default_vocabulary_path() {

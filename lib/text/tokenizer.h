@@ -65,10 +65,6 @@ bool is_valid_utf8(std::string_view text);
 /// The GPT-2 pre-tokens of text (valid UTF-8), in order; they concatenate to text.
 std::vector<std::string_view> pretokenize(std::string_view text);
 
-/// The per-user cache folder: $SINKGATE_CACHE, else $XDG_CACHE_HOME/sinkgate, else
-/// ~/.cache/sinkgate (the virtual environment, the GPT-2 vocabulary, machine measurements).
-std::string cache_folder();
-
 /// The vocabulary a tool uses when none is given: $SINKGATE_VOCAB, else gpt2.tiktoken in the
 /// cache folder that setup.sh fills ($SINKGATE_CACHE, else $XDG_CACHE_HOME/sinkgate, else
 /// ~/.cache/sinkgate).

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 
 namespace sg {
 

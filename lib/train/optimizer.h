@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 
 namespace sg {
 

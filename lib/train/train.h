@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lib/model/checkpoint.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/model/tensors.h"
 #include "lib/text/token_file.h"
@@ -29,6 +29,7 @@ struct TrainOptions {
   double log_interval = 10.0;  // seconds between progress lines besides the evaluations' (0: only those)
   std::string log_json;        // when set: JSON Lines of the curves appended to this file, one line a step
   bool allow_other_tokens = false;  // resume on a token file other than the run's (a warning)
+  std::string loss_plan;  // on resume: a loss plan (LossPlanSpec text) replacing the run's own; "" keeps it
   DistributedEnv distributed;       // data parallelism (distributed.h); one process when not launched so
   double timeout_seconds = 600;     // of every collective and of the ranks' rendezvous
 };
@@ -42,7 +43,11 @@ struct TrainSummary {
 };
 
 /// Trains (or resumes) the run described by `config` and writes the run file periodically and at
-/// the end. Throws NumericError on a non-finite loss (the last good checkpoint stays in place).
+/// the end. The loss plan is fixed at the start (config.train.loss_plan: auto, or one named) and
+/// recorded; a resume keeps the recorded one unless options.loss_plan replaces it (a warning: the
+/// run is then not bitwise identical to an uninterrupted one). Throws NumericError on a
+/// non-finite loss (the last good checkpoint stays in place); UsageError for a named plan this CPU
+/// cannot run.
 TrainSummary train(const RunConfig& config, const TrainOptions& options);
 
 /// Mean validation loss over `batches` fixed batches of config.train.batch() sequences drawn from

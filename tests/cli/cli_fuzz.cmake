@@ -1,7 +1,7 @@
 # The fuzz test (tests/fuzz.py): seeded mutations of every input kind the tools read, each reader
 # run under a memory cap and a time limit; any signal, hang, internal error, undocumented exit code
 # or error that does not name its file fails it. 100 cases here (under a minute); a release
-# campaign sets SG_FUZZ_CASES (e.g. SG_FUZZ_CASES=3000 ctest -R fuzz).
+# campaign sets SINKGATE_FUZZ_CASES (e.g. SINKGATE_FUZZ_CASES=3000 ctest -R fuzz).
 if(SG_PYTHON AND TARGET sg-train AND TARGET sg-survey)
   add_test(NAME "fuzz: mutated inputs of every kind: no crash, hang, internal error or unnamed file"
            COMMAND ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz.py ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}

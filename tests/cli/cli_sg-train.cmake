@@ -60,6 +60,22 @@ set_tests_properties("cli: sg-train --resume names the file's run and refuses op
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "refused with 2: sg-train: error: --resume continues the run in [^ ]*run.h5 as it was configured, but the command line asks for arm combo2 \\(the file: sinklogit\\), warmup 1 \\(the file: 2\\).*\nsg-train: resuming tier tiny, arm sinklogit, seed 3, 6 steps")
 
+# The loss plan is part of the run: fixed at the start from the environment (here chunks of 32
+# rows), recorded, printed by sg-info, kept by --resume in an environment that would choose another
+# (64 rows; said once), and replaced only by --set loss_plan, with a warning. A bad plan is a usage
+# error naming the field.
+add_test(NAME "cli: sg-train records its loss plan, --resume keeps it, --set loss_plan replaces it with a warning"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/loss-plan'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
+SINKGATE_LOSS_PRODUCTS=plain SINKGATE_LOSS_CHUNK_ROWS=32 $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
+$<TARGET_FILE:sg-info> \"$d/run.h5\" | grep 'loss plan'
+SINKGATE_LOSS_CHUNK_ROWS=64 $train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --stop-after 1 -o \"$d/run.h5\" 2>&1 | grep 'loss plan'
+$train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --set loss_plan=64:plain --stop-after 1 -o \"$d/run.h5\" 2>&1 | grep 'loss plan'
+$<TARGET_FILE:sg-info> --format json \"$d/run.h5\" | ${SG_PYTHON} -c 'import json, sys; print(\"json:\", json.load(sys.stdin)[\"run\"][\"loss_plan\"])'
+set +e; $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --set loss_plan=2048:fastest -o \"$d/bad.h5\" 2>&1; echo \"exit $?\"")
+set_tests_properties("cli: sg-train records its loss plan, --resume keeps it, --set loss_plan replaces it with a warning" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "  loss plan +32:plain:[a-z0-9]+ \\(chunks of 32 rows, plain products, [a-z0-9]+ softmax rows; kept by --resume\\)\nsg-train \\[tiny/baseline/0\\] loss plan 32:plain:[a-z0-9]+, the run's own \\(recorded in its file\\); SINKGATE_LOSS_CHUNK_ROWS would choose a new run's plan, not this one's: --set loss_plan=... replaces it\nsg-train: warning: loss plan 64:plain:[a-z0-9]+ replaces the run's 32:plain:[a-z0-9]+ \\(--set loss_plan\\): the resumed run will not be bitwise identical to an uninterrupted one\njson: 64:plain:[a-z0-9]+\nsg-train: error: field 'loss_plan': '2048:fastest' names products 'fastest', not plain, packed or avx512\n.*exit 2")
+
 # A sweep: two runs of one tier, arm and seed apart only by a hyperparameter stay apart in every
 # table made from them: --label iters=N becomes a key column (and `run` names each file), so
 # sg-tabulate lays them out and sg-pairdiff pairs within each label value.
@@ -85,7 +101,7 @@ add_test(NAME "cli: sg-train names the run on every progress line and writes the
          COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/progress'; rm -rf \"$d\"; mkdir -p \"$d\"
 ${train} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --arm projgate --seed 2 --log-interval 0 -o \"$d/a.h5\" 2>&1 | grep -c '^sg-train \\[tiny/projgate/2\\] step'
 ${train} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --label run=lr-sweep --log-interval 0.000001 \
-  --log-json \"$d/curves.jsonl\" -o \"$d/b.h5\" 2>&1 | sed -n '2p;5p'
+  --log-json \"$d/curves.jsonl\" -o \"$d/b.h5\" 2>&1 | sed -n '2p;6p'
 ${SG_PYTHON} -c 'import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]; print(len(rows), rows[0][\"run\"], [r[\"step\"] for r in rows if \"val_loss\" in r], rows[-1][\"final_val_loss\"] > 0)' \"$d/curves.jsonl\"")
 set_tests_properties("cli: sg-train names the run on every progress line and writes the curves as JSON Lines" PROPERTIES
   FIXTURES_REQUIRED sg_tokens

@@ -9,8 +9,8 @@
 #include <map>
 
 #include "lib/base/error.h"
-#include "lib/model/arm.h"
-#include "lib/model/config.h"
+#include "lib/run/arm.h"
+#include "lib/run/config.h"
 #include "tests/support.h"
 
 namespace {

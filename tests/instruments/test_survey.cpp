@@ -19,7 +19,7 @@
 #include "lib/instruments/survey.h"
 #include "lib/io/provenance.h"
 #include "lib/io/safetensors.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/model/pretrained.h"
 #include "lib/model/tensors.h"

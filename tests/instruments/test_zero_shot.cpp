@@ -14,7 +14,7 @@
 #include <cmath>
 
 #include "lib/base/error.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 #include "lib/model/tensors.h"
 #include "lib/text/python_string.h"
 #include "tests/support.h"

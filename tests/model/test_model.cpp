@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "lib/model/model.h"
 
@@ -55,6 +56,15 @@ TEST_CASE("parameters added per layer equal Table 4, at two model sizes") {
     auto sink_model = sg::build_model(small_config("sinktoken", shape.layers, shape.heads, shape.width), 0);
     CHECK(sink_model->parameter_count() - base_model->parameter_count() == shape.width);
   }
+}
+
+TEST_CASE("the configuration's parameter count (what sg-info prints, without a model) is the model's") {
+  for (const char* arm : kAllArms)
+    for (const auto& [layers, heads, width] : {std::tuple<int64_t, int64_t, int64_t>{2, 4, 32}, {3, 6, 96}}) {
+      INFO(arm << " at " << layers << " layers of width " << width);
+      const auto config = small_config(arm, layers, heads, width);
+      CHECK(config.parameter_count() == sg::build_model(config, 0)->parameter_count());
+    }
 }
 
 TEST_CASE("initialisation: N(0, 0.02), output projections 0.02/sqrt(2L), no biases, tied head") {

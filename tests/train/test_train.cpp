@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 
 #include "lib/base/error.h"
@@ -85,6 +86,95 @@ TEST_CASE("a run stopped at step k and resumed ends bitwise identical to an unin
   std::remove(tokens.c_str());
 }
 
+namespace {
+
+/// Sets (or with nullptr unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1); else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+bool same_weights(const std::string& a, const std::string& b) {
+  const auto wa = weights_of(a), wb = weights_of(b);
+  for (size_t i = 0; i < wa.size(); ++i)
+    if (!torch::equal(wa[i], wb[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment says, and ends bitwise identical") {
+  sg::log::set_level("quiet");
+  const auto tokens = synthetic_tokens("test_train_plan_tokens", 61, 4000, 500);
+  const auto config = small_run("combo2", 61);  // a micro-batch's loss: 4 x 16 = 64 rows
+  const auto whole = temp_name("test_train_plan_whole"), parts = temp_name("test_train_plan_parts"),
+             replaced = temp_name("test_train_plan_replaced"), old = temp_name("test_train_plan_old");
+  ScopedEnv products("SINKGATE_LOSS_PRODUCTS", "plain");
+  std::string plan;
+  {
+    // The machine's choice when the run starts: chunks of 16 rows.
+    ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "16");
+    sg::train(config, options_for(tokens, whole));
+    plan = sg::read_run_state(whole).config.train.loss_plan;
+    CHECK_THAT(plan, Catch::StartsWith("16:plain:"));
+    for (const auto& path : {parts, replaced}) {
+      auto first = options_for(tokens, path);
+      first.stop_after = 7;
+      sg::train(config, first);
+      CHECK(sg::read_run_state(path).config.train.loss_plan == plan);
+    }
+  }
+  // Resumed where the environment (another machine, a cleared cache) would choose chunks of all
+  // 64 rows: the run keeps its 16 and ends as if it had never stopped.
+  ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "64");
+  auto second = options_for(tokens, parts);
+  second.resume = true;
+  second.force = false;
+  sg::train(config, second);
+  const auto a = sg::read_run_state(whole), b = sg::read_run_state(parts);
+  CHECK(b.finished);
+  CHECK(b.config.train.loss_plan == plan);
+  CHECK(a.curves.train_loss == b.curves.train_loss);
+  CHECK(a.final_val_loss == b.final_val_loss);
+  CHECK(same_weights(whole, parts));
+  // The environment's plan does change the bits: replacing the plan (--set loss_plan on resume)
+  // ends elsewhere, and records the new plan. (This is what the resume above would give if it
+  // took the environment's plan.)
+  auto other = options_for(tokens, replaced);
+  other.resume = true;
+  other.force = false;
+  other.loss_plan = "64:plain";
+  sg::train(config, other);
+  CHECK_THAT(sg::read_run_state(replaced).config.train.loss_plan, Catch::StartsWith("64:plain:"));
+  CHECK_FALSE(same_weights(whole, replaced));
+  // A run file of an older version records no plan (read as auto): its resume fixes one as the
+  // machine chooses (here 64 rows) and records it.
+  sg::RunState state;
+  state.config = config;
+  REQUIRE(state.config.train.loss_plan == "auto");
+  sg::save_run(old, /*force=*/true, *sg::build_model(config.model, config.seed), nullptr, state, sg::Provenance{});
+  auto resume_old = options_for(tokens, old);
+  resume_old.resume = true;
+  resume_old.force = false;
+  sg::train(config, resume_old);
+  CHECK_THAT(sg::read_run_state(old).config.train.loss_plan, Catch::StartsWith("64:plain:"));
+  for (const auto& path : {whole, parts, replaced, old}) std::remove(path.c_str());
+  std::remove(tokens.c_str());
+}
+
 TEST_CASE("the same configuration twice gives identical results, arms share the batches") {
   sg::log::set_level("quiet");
   const auto tokens = synthetic_tokens("test_train_determinism_tokens", 61, 3000, 400);
@@ -164,7 +254,11 @@ TEST_CASE("run files: the configuration and state round-trip, a wrong kind of fi
   const auto run = temp_name("test_train_roundtrip_run");
   sg::train(config, options_for(tokens, run));
   const auto state = sg::read_run_state(run);
-  CHECK(sg::to_fields(state.config) == sg::to_fields(config));
+  // Every field as given, but the loss plan: auto is fixed at the start and recorded.
+  auto expected = config;
+  expected.train.loss_plan = state.config.train.loss_plan;
+  CHECK(sg::to_fields(state.config) == sg::to_fields(expected));
+  CHECK(sg::parse_loss_plan(state.config.train.loss_plan).chunk_rows > 0);
   CHECK(state.finished);
   CHECK(state.step == 12);
   CHECK(state.curves.step.size() == 12);
@@ -183,14 +277,4 @@ TEST_CASE("run files: the configuration and state round-trip, a wrong kind of fi
         std::vector<std::pair<std::string, std::string>>{{"run", "sweep-a"}, {"lr", "3e-4"}});
   std::remove(tokens.c_str());
   std::remove(run.c_str());
-}
-
-TEST_CASE("labels are KEY=VALUE with a plain key, never the run's own tier, arm or seed") {
-  CHECK(sg::parse_labels({"lr=3e-4", "note="}) == std::vector<std::pair<std::string, std::string>>{{"lr", "3e-4"}, {"note", ""}});
-  CHECK_THROWS_AS(sg::parse_labels({"lr"}), sg::UsageError);
-  CHECK_THROWS_AS(sg::parse_labels({"=1"}), sg::UsageError);
-  CHECK_THROWS_AS(sg::parse_labels({"2x=1"}), sg::UsageError);
-  CHECK_THROWS_AS(sg::parse_labels({"a-b=1"}), sg::UsageError);
-  CHECK_THROWS_WITH(sg::parse_labels({"seed=1"}), Catch::Contains("shadow"));
-  CHECK_THROWS_WITH(sg::parse_labels({"lr=1", "lr=2"}), Catch::Contains("twice"));
 }

@@ -18,14 +18,17 @@ struct StridedMatrix {
   int64_t row_stride, column_stride;
 };
 
-/// Whether gemm_avx512 runs here: the CPU has AVX-512F and the CPU fast paths are on
-/// (cpu_kernels.h's enable_cpu_kernels, SG_CPU_KERNELS).
+/// Whether the loss takes gemm_avx512 where nobody named a path: the CPU has AVX-512F and the
+/// CPU fast paths are on (cpu_kernels.h's enable_cpu_kernels, SINKGATE_CPU_KERNELS).
 bool has_avx512_gemm();
+
+/// Whether gemm_avx512 can run here: the CPU has AVX-512F (the switches aside).
+bool cpu_has_avx512_gemm();
 
 /// c (m × n, row-major, row stride ldc) = a (m × k) · b (k × n), or c += a · b when
 /// `accumulate`; float32 products summed in float32 (in blocks of k, as BLAS does). Runs on
 /// torch's threads (at::parallel_for). c must not overlap a or b. Throws std::logic_error
-/// where !has_avx512_gemm().
+/// where !cpu_has_avx512_gemm().
 void gemm_avx512(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                  bool accumulate);
 

@@ -2,8 +2,8 @@
 // per kind what a reader most often wants to know (lib/SCHEMA.md describes the layouts):
 //   token file    tokenizer, vocabulary, end-of-text id, documents, split sizes;
 //   run file      tier, arm, seed, labels, every configuration field (marked where it differs
-//                 from the tier's preset), parameter count (from the stored tensors), step,
-//                 finished, final validation loss, the checkpoint's time;
+//                 from the tier's preset), parameter count (from the configuration), step,
+//                 finished, final validation loss, the checkpoint's time, the loss plan;
 //   result table  rows, and each column's name, role and type (HDF5 or CSV).
 // Also the tiers' presets (sg-info --tier). Reads files only: no model is built.
 #pragma once

@@ -1,13 +1,11 @@
 // loss_tuning.cpp — see loss_tuning.h.
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/loss_tuning.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -16,11 +14,14 @@
 #include <sstream>
 #include <string>
 
+#include "lib/base/environment.h"
+#include "lib/base/error.h"
 #include "lib/base/log.h"
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
-#include "lib/model/loss.h"
-#include "lib/text/tokenizer.h"
+#include "lib/base/paths.h"
+#include "lib/io/atomic_file.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
+#include "lib/kernels/loss.h"
 
 namespace sg {
 namespace {
@@ -43,13 +44,6 @@ std::string fast_paths() {
   return paths.empty() ? "portable" : paths;
 }
 
-/// The products named `name` ("plain", "packed", "avx512"), or none.
-std::optional<LossProducts> products_named(const std::string& name) {
-  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512})
-    if (name == loss_products_name(products)) return products;
-  return std::nullopt;
-}
-
 /// The cached plan for `key` (a tab-joined line prefix; the last line of it wins), or none.
 std::optional<LossPlan> read_cached(const std::string& key) {
   std::ifstream in(cache_path());
@@ -61,19 +55,19 @@ std::optional<LossPlan> read_cached(const std::string& key) {
     std::istringstream fields(line.substr(key.size() + 1));
     std::string chunk, packing, rest;
     if (!std::getline(fields, chunk, '\t') || !std::getline(fields, packing, '\t') || std::getline(fields, rest)) continue;
-    const auto products = products_named(packing);
+    const auto products = loss_products_named(packing);
     if (!products) continue;
     try {
       const long long rows = std::stoll(chunk);
-      if (rows > 0) found = LossPlan{rows, *products};
+      if (rows > 0) found = LossPlan{rows, *products, ""};
     } catch (const std::exception&) {
     }
   }
   return found;
 }
 
-/// Appends key → plan to the cache file, atomically (a temporary renamed over it); failures are
-/// ignored: the cache only saves a measurement.
+/// Appends key → plan to the cache file, atomically (io/atomic_file.h); failures are ignored: the
+/// cache only saves a measurement.
 void write_cached(const std::string& key, const LossPlan& plan) {
   std::ostringstream content;
   {
@@ -83,17 +77,11 @@ void write_cached(const std::string& key, const LossPlan& plan) {
   std::string text = content.str();
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += key + "\t" + std::to_string(plan.chunk_rows) + "\t" + loss_products_name(plan.products) + "\n";
-  const std::string temporary = cache_path() + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return;
-    out << text;
-    if (!out) {
-      std::remove(temporary.c_str());
-      return;
-    }
+  try {
+    write_text(cache_path(), text, /*force=*/true);
+  } catch (const Error& error) {
+    log::debug(std::string("sinkgate: the loss plan was not cached: ") + error.what());
   }
-  if (std::rename(temporary.c_str(), cache_path().c_str()) != 0) std::remove(temporary.c_str());
 }
 
 double median(std::vector<double> values) {
@@ -160,7 +148,7 @@ int64_t default_loss_chunk_rows(int64_t vocab) { return std::max<int64_t>(64, (i
 
 LossPlan reference_plan(int64_t rows, int64_t vocab) {
   return {std::min(rows, default_loss_chunk_rows(vocab)),
-          PackedRightOperand::available() ? LossProducts::packed : LossProducts::plain};
+          PackedRightOperand::available() ? LossProducts::packed : LossProducts::plain, ""};
 }
 
 std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
@@ -183,17 +171,17 @@ std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab) {
   const auto chunks = loss_chunk_candidates(rows, vocab);
   if (packing)
     for (const int64_t n : chunks)
-      if (n != reference.chunk_rows) plans.push_back({n, LossProducts::packed});
+      if (n != reference.chunk_rows) plans.push_back({n, LossProducts::packed, ""});
   for (const int64_t n : chunks)  // plain: the long chunks (torch::mm packs per product), or all but the reference
-    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, LossProducts::plain});
+    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, LossProducts::plain, ""});
   if (has_avx512_gemm())  // the AVX-512 products pack per block: the long chunks
     for (const int64_t n : chunks)
-      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512});
+      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512, ""});
   return plans;
 }
 
 int64_t forced_loss_chunk_rows() {
-  if (const char* forced = std::getenv("SG_LOSS_CHUNK_ROWS"); forced && *forced) {
+  if (const char* forced = sinkgate_env("LOSS_CHUNK_ROWS"); forced && *forced) {
     try {
       const long long n = std::stoll(forced);
       if (n > 0) return n;
@@ -201,31 +189,40 @@ int64_t forced_loss_chunk_rows() {
     }
     static std::once_flag warned;
     std::call_once(warned, [&] {
-      log::info("sinkgate: warning: SG_LOSS_CHUNK_ROWS='" + std::string(forced) + "' is not a positive integer; ignored");
+      log::warn(sinkgate_env_name("LOSS_CHUNK_ROWS") + "='" + std::string(forced) +
+                "' is not a positive integer; ignored");
     });
   }
   return 0;
+}
+
+std::optional<LossProducts> loss_products_named(const std::string& name) {
+  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512})
+    if (name == loss_products_name(products)) return products;
+  return std::nullopt;
 }
 
 LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   const LossPlan reference = reference_plan(rows, vocab);
   const int64_t forced_rows = forced_loss_chunk_rows();
   std::optional<LossProducts> forced_products;
-  if (const char* named = std::getenv("SG_LOSS_PRODUCTS"); named && *named) {
-    forced_products = products_named(named);
+  if (const char* named = sinkgate_env("LOSS_PRODUCTS"); named && *named) {
+    forced_products = loss_products_named(named);
     if (!forced_products) {
       static std::once_flag warned;
       std::call_once(warned, [&] {
-        log::info("sinkgate: warning: SG_LOSS_PRODUCTS='" + std::string(named) + "' is not plain, packed or avx512; ignored");
+        log::warn(sinkgate_env_name("LOSS_PRODUCTS") + "='" + std::string(named) +
+                  "' is not plain, packed or avx512; ignored");
       });
     }
   }
-  const std::string forced_packing = std::getenv("SG_LOSS_PACKED") ? std::getenv("SG_LOSS_PACKED") : "";
+  const char* packed = sinkgate_env("LOSS_PACKED");
+  const std::string forced_packing = packed ? packed : "";
   if (!forced_products && (forced_packing == "0" || forced_packing == "1"))
     forced_products = forced_packing == "1" ? LossProducts::packed : LossProducts::plain;
   if (forced_rows > 0 || forced_products)
-    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, forced_products ? *forced_products : reference.products};
-  const char* tuning = std::getenv("SG_LOSS_TUNING");
+    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, forced_products ? *forced_products : reference.products, ""};
+  const char* tuning = sinkgate_env("LOSS_TUNING");
   if ((tuning && std::string(tuning) == "0") ||
       static_cast<double>(rows) * static_cast<double>(width) * static_cast<double>(vocab) < kMeasureAbove)
     return reference;
@@ -241,7 +238,7 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
     const auto candidates = loss_plan_candidates(rows, vocab);
     log::info("sinkgate: timing the CPU loss's " + std::to_string(candidates.size()) + " plans for " + std::to_string(rows) +
               " x " + std::to_string(width) + " x " + std::to_string(vocab) + " on " +
-              std::to_string(at::get_num_threads()) + " threads (once for this machine; SG_LOSS_TUNING=0 skips it)");
+              std::to_string(at::get_num_threads()) + " threads (once for this machine; SINKGATE_LOSS_TUNING=0 skips it)");
     std::string report;
     best = candidates[measure(candidates, rows, width, vocab, report)];
     log::debug("sinkgate: loss plans (chunk rows, packing; reference first):" + report);
@@ -250,6 +247,49 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   }
   chosen[key] = *best;
   return *best;
+}
+
+std::string loss_plan_text(const LossPlan& plan) {
+  return std::to_string(plan.chunk_rows) + ":" + loss_products_name(plan.products) + ":" +
+         (plan.row_kernel.empty() ? std::string("portable") : plan.row_kernel);
+}
+
+LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab) {
+  if (!cpu_float32) {  // cuBLAS or autocast products and ATen's rows: only the chunk is a choice
+    const int64_t forced = forced_loss_chunk_rows();
+    return {forced > 0 ? forced : default_loss_chunk_rows(vocab), LossProducts::plain, "portable"};
+  }
+  LossPlan plan = loss_plan(rows, width, vocab);
+  // What the switches let run (SINKGATE_CPU_KERNELS), named, as the automatic plan runs it.
+  if ((plan.products == LossProducts::packed && !PackedRightOperand::available()) ||
+      (plan.products == LossProducts::avx512 && !has_avx512_gemm()))
+    plan.products = LossProducts::plain;
+  plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
+  return plan;
+}
+
+std::string loss_plan_missing(const LossPlan& plan) {
+  std::vector<std::string> missing;
+  if (plan.products == LossProducts::packed && !PackedRightOperand::present())
+    missing.emplace_back("packed products (MKL's packed GEMM is not in this torch)");
+  if (plan.products == LossProducts::avx512 && !cpu_has_avx512_gemm())
+    missing.emplace_back("AVX-512 products (the CPU has no AVX-512F)");
+  if ((plan.row_kernel == "avx512f" || plan.row_kernel == "avx2") && !cpu_has_row_kernel(plan.row_kernel))
+    missing.emplace_back(plan.row_kernel + " rows (the CPU lacks " +
+                         (plan.row_kernel == "avx2" ? std::string("AVX2 with FMA") : std::string("AVX-512F")) + ")");
+  std::string text;
+  for (const auto& item : missing) text += (text.empty() ? "" : " and ") + item;
+  return text;
+}
+
+LossPlan runnable_loss_plan(const LossPlan& plan) {
+  LossPlan out = plan;
+  if ((out.products == LossProducts::packed && !PackedRightOperand::present()) ||
+      (out.products == LossProducts::avx512 && !cpu_has_avx512_gemm()))
+    out.products = LossProducts::plain;
+  if ((out.row_kernel == "avx512f" || out.row_kernel == "avx2") && !cpu_has_row_kernel(out.row_kernel))
+    out.row_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
+  return out;
 }
 
 }  // namespace sg

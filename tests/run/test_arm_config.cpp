@@ -1,13 +1,12 @@
-// Tests of lib/model/arm and lib/model/config: arm names, Table 3 presets, overrides and config files.
+// Tests of lib/run/arm and lib/run/config: arm names, Table 3 presets, overrides and config files.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
 
 #include "lib/base/error.h"
-#include "lib/model/arm.h"
-#include "lib/model/config.h"
-#include "lib/model/runtime.h"
+#include "lib/run/arm.h"
+#include "lib/run/config.h"
 
 TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
   using sg::Filter;
@@ -114,8 +113,32 @@ TEST_CASE("configuration files: key = value lines, errors name the file and line
   CHECK_THROWS_AS(sg::load_config_file(config, "/nonexistent/file.conf"), sg::InputError);
 }
 
-TEST_CASE("devices: cpu parses, cuda without a GPU is a usage error with a hint") {
-  CHECK(sg::parse_device("cpu").is_cpu());
-  CHECK_THROWS_AS(sg::parse_device("tpu"), sg::UsageError);
-  if (!torch::cuda::is_available()) CHECK_THROWS_WITH(sg::parse_device("cuda"), Catch::Contains("no CUDA GPU"));
+TEST_CASE("loss_plan: auto or ROWS:PRODUCTS[:ROW_KERNEL], a bad one is a usage error naming the field") {
+  auto config = sg::make_run_config("tiny", "baseline", 0);
+  CHECK(config.train.loss_plan == "auto");
+  CHECK(sg::find_tier("124M").train.loss_plan == "auto");
+  sg::apply_overrides(config, {"loss_plan=2048:avx512"});
+  CHECK(config.train.loss_plan == "2048:avx512");
+  sg::apply_overrides(config, {"loss_plan = 1024:plain:portable"});
+  CHECK(config.train.loss_plan == "1024:plain:portable");
+  const auto spec = sg::parse_loss_plan("512:packed:avx2");
+  CHECK(spec.chunk_rows == 512);
+  CHECK(spec.products == "packed");
+  CHECK(spec.row_kernel == "avx2");
+  CHECK(sg::to_string(spec) == "512:packed:avx2");
+  CHECK(sg::parse_loss_plan("auto").automatic());
+  CHECK(sg::to_string(sg::parse_loss_plan("auto")) == "auto");
+  for (const char* bad : {"", "fast", "0:plain", "-5:plain", "12x:plain", "2048", "2048:fastest", "2048:plain:sse",
+                          "2048:plain:avx2:more", "AUTO"}) {
+    INFO("'" << bad << "'");
+    CHECK_THROWS_WITH(sg::apply_overrides(config, {std::string("loss_plan=") + bad}),
+                      Catch::Contains("field 'loss_plan'"));
+  }
+  CHECK(config.train.loss_plan == "1024:plain:portable");
+  // The field round-trips with the others, and a damaged one fails validation.
+  sg::RunConfig copy;
+  for (const auto& [key, value] : sg::to_fields(config)) sg::set_field(copy, key, value);
+  CHECK(copy.train.loss_plan == "1024:plain:portable");
+  copy.train.loss_plan = "1024:gpu";
+  CHECK_THROWS_WITH(copy.train.validate(), Catch::Contains("loss_plan"));
 }

@@ -2,6 +2,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <string>
+
 namespace sg {
 
 /// What runs the CPU float32 loss's three matrix products (each computes the same loss and
@@ -16,10 +18,16 @@ enum class LossProducts {
 const char* loss_products_name(LossProducts products);
 
 /// How the loss runs: rows of logits a chunk (0: automatic, as below) and, for CPU float32, what
-/// runs the products. A choice that cannot run here (no MKL, no AVX-512) runs as plain.
+/// runs the products and the softmax rows. A plan with an empty row_kernel follows the switches
+/// of cpu_kernels.h (SINKGATE_CPU_KERNELS): its products and rows take the fast paths where they
+/// are on. A plan that names its row kernel is *fixed*: the products and the rows it names run
+/// wherever the CPU has them, whatever the switches, so that the same plan gives the same
+/// arithmetic in every process (a run records its plan, loss_tuning.h's fixed_loss_plan). Either
+/// way, a path the CPU lacks (no MKL, no AVX-512F, no AVX2) runs as plain products or portable rows.
 struct LossPlan {
   int64_t chunk_rows = 0;
   LossProducts products = LossProducts::packed;
+  std::string row_kernel;  // "avx512f", "avx2", "portable" (ATen's max, exp, sum), or "" (the switches')
 };
 
 /// Mean cross-entropy (nats) of logits = hidden · weightᵀ against targets, computed in chunks

@@ -1,4 +1,4 @@
-// Tests of lib/model/cpu_kernels against float64 references: the shifted exponentials (AVX-512 and AVX2) and
+// Tests of lib/kernels/cpu_kernels against float64 references: the shifted exponentials (AVX-512 and AVX2) and
 // MKL's packed GEMM. Each runs where the machine has the feature and says so where it does not.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_kernels.h"
 
 TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64, each instruction set") {
   const auto kernels = sg::exp_shifted_rows_kernels();

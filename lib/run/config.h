@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/arm.h"
+#include "lib/run/arm.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
@@ -25,6 +25,11 @@ struct ModelConfig {
   double gate_beta = 8.0;  // fixed sharpness of the norm gate (Eq. 3)
 
   int64_t head_dim() const { return n_embd / n_head; }
+  /// The parameters of the model built from this configuration (lib/model/model.h), the tied
+  /// embedding once: token and position embeddings, per layer two LayerNorms (weight and bias),
+  /// the attention and MLP projections (12 C^2, no biases) and the arm's own (Table 4), the final
+  /// LayerNorm, and the sink token's vector. Computed, not counted: no model is built.
+  int64_t parameter_count() const;
   /// Throws UsageError when the fields are inconsistent (e.g. width not divisible by heads).
   void validate() const;
 };
@@ -46,10 +51,31 @@ struct TrainConfig {
   int64_t final_eval_batches = 64;
   int64_t eval_seed = 1234;  // seeds the fixed validation batches, the same for every run
   int64_t checkpoint_interval = 1000;
+  /// The loss's plan (LossPlanSpec's text): "auto" until a run fixes it, then the plan it trains
+  /// with, "ROWS:PRODUCTS:ROW_KERNEL", which a resume keeps (lib/SCHEMA.md "loss_plan").
+  std::string loss_plan = "auto";
 
   int64_t batch() const { return micro_batch * accumulation; }
   void validate() const;
 };
+
+/// The loss's plan as a run names it (field loss_plan): "auto" (chosen at the start of the run by
+/// lib/kernels/loss_tuning: the environment, the machine's cache, or a measurement), or
+/// "ROWS:PRODUCTS[:ROW_KERNEL]": ROWS logits rows a chunk (> 0); PRODUCTS plain (torch::mm), packed
+/// (MKL's packed GEMM) or avx512 (the loss's own AVX-512 products); ROW_KERNEL the softmax rows'
+/// kernel, avx512f, avx2 or portable (ATen), where omitted the best this CPU runs.
+struct LossPlanSpec {
+  int64_t chunk_rows = 0;  // 0: auto
+  std::string products;    // "" for auto
+  std::string row_kernel;  // "" for auto, or when not given
+  bool automatic() const { return chunk_rows == 0; }
+};
+
+/// Parses a loss plan; throws UsageError naming the field loss_plan and its syntax.
+LossPlanSpec parse_loss_plan(const std::string& text);
+
+/// The plan's text, as parse_loss_plan reads it ("auto", "2048:avx512", "2048:avx512:avx512f").
+std::string to_string(const LossPlanSpec& spec);
 
 /// Everything that defines one training run.
 struct RunConfig {

@@ -1,4 +1,4 @@
-// Tests of lib/model/cpu_gemm (the loss's AVX-512 matrix product) against float64 products
+// Tests of lib/kernels/cpu_gemm (the loss's AVX-512 matrix product) against float64 products
 // computed by torch in double, over shapes on and off its tile and block edges, every stride
 // pattern the loss passes (row-major and transposed operands), accumulation, and threads.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "lib/model/cpu_gemm.h"
+#include "lib/kernels/cpu_gemm.h"
 #include "lib/model/runtime.h"
 
 namespace {

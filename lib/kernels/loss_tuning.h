@@ -19,18 +19,24 @@
 // the process and in cache_folder()/loss-chunks.tsv, keyed by the CPU model, the thread count,
 // the shape and which CPU fast paths run (cpu_kernels.h), so that a machine measures once (about 12 s at
 // tier cpu on two threads).
-// SG_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and
-// SG_LOSS_PRODUCTS=plain|packed|avx512 the products (SG_LOSS_PACKED=0|1: plain or packed, where
-// SG_LOSS_PRODUCTS is unset); either one skips the measurement (the other keeps the reference's value).
-// SG_LOSS_TUNING=0 keeps the reference.
-// Every candidate computes the same loss and gradients (tests/model/test_loss.cpp).
+// SINKGATE_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and
+// SINKGATE_LOSS_PRODUCTS=plain|packed|avx512 the products (SINKGATE_LOSS_PACKED=0|1: plain or
+// packed, where SINKGATE_LOSS_PRODUCTS is unset); either one skips the measurement (the other keeps
+// the reference's value). SINKGATE_LOSS_TUNING=0 keeps the reference. (The old names SG_LOSS_* still
+// work, with a warning.)
+// A training run fixes its plan once, at its start (fixed_loss_plan), records it in the run file
+// (the field loss_plan, lib/SCHEMA.md) and keeps it on --resume: the environment and the cache
+// only choose the plan of a run that does not have one yet.
+// Every candidate computes the same loss and gradients (tests/kernels/test_loss.cpp).
 //
 // Not here: the loss itself (loss.h), its kernels (cpu_kernels.h).
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
-#include "lib/model/loss.h"
+#include "lib/kernels/loss.h"
 
 namespace sg {
 
@@ -47,11 +53,33 @@ std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab);
 /// The plan for the CPU float32 loss of this shape (see the file comment).
 LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab);
 
-/// SG_LOSS_CHUNK_ROWS as a positive number of rows, or 0 when it is unset (or not one: warned once).
+/// SINKGATE_LOSS_CHUNK_ROWS as a positive number of rows, or 0 when it is unset (or not one: warned once).
 /// It sets the chunk on every device; on a GPU, where nothing is measured, the fixed rule otherwise.
 int64_t forced_loss_chunk_rows();
 
 /// The old fixed rule: about 64 MB of float logits, at least 64 rows.
 int64_t default_loss_chunk_rows(int64_t vocab);
+
+/// The products named "plain", "packed" or "avx512" (loss_products_name's names), or none.
+std::optional<LossProducts> loss_products_named(const std::string& name);
+
+/// The plan a training run fixes for its loss of rows × width × vocab, with every path named
+/// (loss.h: a fixed plan runs the same arithmetic wherever it runs): for the CPU float32 loss
+/// (`cpu_float32`) loss_plan()'s choice (forced by the environment, cached, or measured), with
+/// the products and row kernel that the switches (SINKGATE_CPU_KERNELS) let run; elsewhere (a GPU,
+/// autocast) SINKGATE_LOSS_CHUNK_ROWS or the fixed rule's chunk, plain products and portable rows
+/// (cuBLAS and ATen: there the chunk is the plan's only choice).
+LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab);
+
+/// A fixed plan as text, "ROWS:PRODUCTS:ROW_KERNEL", e.g. "4096:packed:avx512f" (lib/SCHEMA.md).
+std::string loss_plan_text(const LossPlan& plan);
+
+/// What of a fixed plan this CPU cannot run, in words ("AVX-512 products (the CPU has no AVX-512F)"),
+/// or "" when it runs all of it.
+std::string loss_plan_missing(const LossPlan& plan);
+
+/// A fixed plan with what this CPU cannot run replaced by what it runs instead: plain products,
+/// the best row kernel it has.
+LossPlan runnable_loss_plan(const LossPlan& plan);
 
 }  // namespace sg

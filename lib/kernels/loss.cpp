@@ -1,20 +1,33 @@
 // loss.cpp — chunked linear + cross-entropy with gradients computed in the forward pass.
-#include "lib/model/loss.h"
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/loss.h"
+#include "lib/kernels/loss_tuning.h"
 
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
 
 namespace sg {
 namespace {
 
 using torch::indexing::Slice;
+
+// A plan's row kernel as the autograd function takes it.
+constexpr int64_t kRowsBySwitches = -1, kRowsPortable = 0, kRowsAvx2 = 1, kRowsAvx512 = 2;
+
+int64_t row_kernel_code(const std::string& name) {
+  if (name.empty()) return kRowsBySwitches;
+  if (name == "avx512f") return kRowsAvx512;
+  if (name == "avx2") return kRowsAvx2;
+  if (name == "portable") return kRowsPortable;
+  throw std::invalid_argument("linear_cross_entropy: unknown row kernel '" + name + "'");
+}
 
 // Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
 //   loss     = sum_rows (rowmax + log s - logit[target]) / N
@@ -25,8 +38,9 @@ using torch::indexing::Slice;
 // place (beta = 1) instead of through an (V, C) temporary.
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
+  // row_kernel: kRowsBySwitches, or a fixed plan's kernel (kRowsPortable, kRowsAvx2, kRowsAvx512).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
-                               torch::Tensor targets, int64_t chunk_rows, int64_t products) {
+                               torch::Tensor targets, int64_t chunk_rows, int64_t products, int64_t row_kernel) {
     const int64_t rows = hidden.size(0), vocab = weight.size(0);
     // apply() runs this with grad mode off whatever the caller's, so the inputs' flags say whether
     // a gradient will be asked for; linear_cross_entropy detaches them where the caller's grad
@@ -54,16 +68,20 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     // CPU float32: the fast paths of lib/cpu_kernels and lib/cpu_gemm where they run. Packed, the
     // weight is packed once for every chunk and both products that read it; the AVX-512 products
     // pack their blocks themselves; max, exp and sum are one pass over each row.
+    // A fixed plan (a named row kernel) runs the paths it names wherever the CPU has them.
     const bool cpu_float =
         !autocast && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
-    const bool fused_rows = cpu_float && has_exp_shifted_rows();
+    const bool fixed = row_kernel != kRowsBySwitches;
+    const std::string rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
+    const bool fused_rows = cpu_float && (fixed ? !rows_isa.empty() && cpu_has_row_kernel(rows_isa) : has_exp_shifted_rows());
     const int64_t width = hidden.size(1);
-    const bool own_products = cpu_float && static_cast<LossProducts>(products) == LossProducts::avx512 && has_avx512_gemm();
+    const bool own_products = cpu_float && static_cast<LossProducts>(products) == LossProducts::avx512 &&
+                              (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm());
     const auto weight_c = own_products ? weight.contiguous() : weight;
     const float* w = own_products ? weight_c.data_ptr<float>() : nullptr;  // (V, C) row-major
     std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
     if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&
-        PackedRightOperand::available()) {
+        (fixed ? PackedRightOperand::present() : PackedRightOperand::available())) {
       const auto w = weight.contiguous();
       const int64_t most_rows = std::min(chunk_rows, rows);
       times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
@@ -91,7 +109,8 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       if (fused_rows) {
         rowmax = torch::empty({n, 1}, logits.options());
         sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
-        exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>());
+        exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>(),
+                         rows_isa);
       } else {
         rowmax = logits.amax(1, /*keepdim=*/true);
         logits.sub_(rowmax).exp_();
@@ -140,9 +159,10 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const auto saved = ctx->get_saved_variables();
     const auto& scale = grads[0];
     // The usual case, loss.backward() with one micro-batch a step: no (V, C) multiply by one.
-    if (scale.device().is_cpu() && scale.item<double>() == 1.0) return {saved[0], saved[1], torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (scale.device().is_cpu() && scale.item<double>() == 1.0)
+      return {saved[0], saved[1], torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
     return {saved[0] * scale.to(saved[0].scalar_type()), saved[1] * scale.to(saved[1].scalar_type()),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -153,23 +173,25 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Ten
   LossPlan chosen = plan;
   if (chosen.chunk_rows <= 0) {
     // The CPU float32 loss: the plan this machine runs fastest (loss_tuning.h); elsewhere (a GPU)
-    // the fixed rule, unless SG_LOSS_CHUNK_ROWS.
+    // the fixed rule, unless SINKGATE_LOSS_CHUNK_ROWS.
     if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && hidden.dim() == 2 &&
         !at::autocast::is_autocast_enabled(at::kCPU))
       chosen = loss_plan(hidden.size(0), hidden.size(1), weight.size(0));
     else
       chosen.chunk_rows = forced_loss_chunk_rows();
+    chosen.row_kernel = plan.row_kernel;
   }
+  const int64_t row_kernel = row_kernel_code(chosen.row_kernel);
   if (!torch::GradMode::is_enabled())  // no gradient can be asked for: the logits product alone
     return LinearCrossEntropy::apply(hidden.detach(), weight.detach(), targets, chosen.chunk_rows,
-                                     static_cast<int64_t>(chosen.products));
-  return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows,
-                                     static_cast<int64_t>(chosen.products));
+                                     static_cast<int64_t>(chosen.products), row_kernel);
+  return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows, static_cast<int64_t>(chosen.products),
+                                   row_kernel);
 }
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows) {
-  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, LossProducts::packed});
+  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, LossProducts::packed, ""});
 }
 
 const char* loss_products_name(LossProducts products) {

@@ -1,5 +1,5 @@
 // config.cpp — tiers, field table and parsing of the run configuration.
-#include "lib/model/config.h"
+#include "lib/run/config.h"
 
 #include <cmath>
 #include <fstream>
@@ -143,6 +143,8 @@ const std::vector<Field>& fields() {
       SG_INT_FIELD("final_eval_batches", train.final_eval_batches),
       SG_INT_FIELD("eval_seed", train.eval_seed),
       SG_INT_FIELD("checkpoint_interval", train.checkpoint_interval),
+      Field{"loss_plan", [](const RunConfig& c) { return c.train.loss_plan; },
+            [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); }},
   };
   return table;
 }
@@ -151,6 +153,15 @@ const std::vector<Field>& fields() {
 #undef SG_DOUBLE_FIELD
 
 }  // namespace
+
+int64_t ModelConfig::parameter_count() const {
+  const int64_t c = n_embd;
+  // arm_parameter_cost counts the sink token's vector with the layer's cost; it is one per model.
+  const int64_t sink = arm.zero == ZeroOption::sinktoken ? c : 0;
+  const int64_t arm_per_layer = arm_parameter_cost(arm, n_head, head_dim(), c) - sink;
+  const int64_t layer = 2 * (2 * c) + 12 * c * c + arm_per_layer;
+  return vocab_size * c + block_size * c + n_layer * layer + 2 * c + sink;
+}
 
 void ModelConfig::validate() const {
   auto positive = [](const char* name, int64_t value) {
@@ -179,6 +190,48 @@ void TrainConfig::validate() const {
   if (!(grad_clip > 0)) throw UsageError("grad_clip must be positive");
   if (eval_interval <= 0 || eval_batches <= 0 || final_eval_batches <= 0 || checkpoint_interval <= 0)
     throw UsageError("eval_interval, eval_batches, final_eval_batches and checkpoint_interval must be positive");
+  parse_loss_plan(loss_plan);
+}
+
+LossPlanSpec parse_loss_plan(const std::string& text) {
+  LossPlanSpec spec;
+  if (text == "auto") return spec;
+  const auto fail = [&](const std::string& why) -> LossPlanSpec {
+    throw UsageError("field 'loss_plan': '" + text + "' " + why,
+                     "loss_plan is auto, or ROWS:PRODUCTS[:ROW_KERNEL] with PRODUCTS plain, packed or avx512 and "
+                     "ROW_KERNEL avx512f, avx2 or portable, e.g. --set loss_plan=2048:avx512");
+  };
+  std::vector<std::string> parts;
+  for (size_t begin = 0;;) {
+    const size_t colon = text.find(':', begin);
+    parts.push_back(text.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin));
+    if (colon == std::string::npos) break;
+    begin = colon + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3) return fail("is not auto or ROWS:PRODUCTS[:ROW_KERNEL]");
+  size_t used = 0;
+  long long rows = 0;
+  try {
+    rows = std::stoll(parts[0], &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != parts[0].size() || rows <= 0) return fail("needs a positive number of rows before ':'");
+  spec.chunk_rows = rows;
+  spec.products = parts[1];
+  if (spec.products != "plain" && spec.products != "packed" && spec.products != "avx512")
+    return fail("names products '" + spec.products + "', not plain, packed or avx512");
+  if (parts.size() == 3) {
+    spec.row_kernel = parts[2];
+    if (spec.row_kernel != "avx512f" && spec.row_kernel != "avx2" && spec.row_kernel != "portable")
+      return fail("names the row kernel '" + spec.row_kernel + "', not avx512f, avx2 or portable");
+  }
+  return spec;
+}
+
+std::string to_string(const LossPlanSpec& spec) {
+  if (spec.automatic()) return "auto";
+  return std::to_string(spec.chunk_rows) + ":" + spec.products + (spec.row_kernel.empty() ? "" : ":" + spec.row_kernel);
 }
 
 const std::vector<Tier>& tiers() {

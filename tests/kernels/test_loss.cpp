@@ -1,13 +1,13 @@
-// Tests of lib/model/loss: the chunked linear cross-entropy against the unfused loss of LibTorch.
+// Tests of lib/kernels/loss: the chunked linear cross-entropy against the unfused loss of LibTorch.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
-#include "lib/model/cpu_gemm.h"
-#include "lib/model/cpu_kernels.h"
-#include "lib/model/loss.h"
-#include "lib/model/loss_tuning.h"
+#include "lib/kernels/cpu_gemm.h"
+#include "lib/kernels/cpu_kernels.h"
+#include "lib/kernels/loss.h"
+#include "lib/kernels/loss_tuning.h"
 
 #include <unistd.h>
 
@@ -81,7 +81,7 @@ TEST_CASE("without grad mode the loss runs one matrix product a chunk, with it t
   const auto hidden = torch::randn({96, 16}).requires_grad_(true);
   const auto weight = torch::randn({300, 16}).requires_grad_(true);
   const auto targets = torch::randint(300, {96}, torch::kLong);
-  const sg::LossPlan plan{/*chunk_rows=*/32, sg::LossProducts::plain};
+  const sg::LossPlan plan{/*chunk_rows=*/32, sg::LossProducts::plain, ""};
   const auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden.detach().to(torch::kDouble),
                                                                       weight.detach().to(torch::kDouble).t()), targets);
   products = 0;
@@ -219,24 +219,27 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   }
   // The logits cap: at V = 50257 no candidate above 2,670 rows (512 MB) but the old rule's.
   for (const int64_t n : sg::loss_chunk_candidates(100000, vocab)) CHECK(n * vocab * 4 <= (int64_t{512} << 20));
-  // A small problem keeps the old rule without measuring; SG_LOSS_CHUNK_ROWS, SG_LOSS_PACKED and
-  // SG_LOSS_PRODUCTS (which wins over SG_LOSS_PACKED) force.
+  // A small problem keeps the old rule without measuring; SINKGATE_LOSS_CHUNK_ROWS,
+  // SINKGATE_LOSS_PACKED and SINKGATE_LOSS_PRODUCTS (which wins over SINKGATE_LOSS_PACKED) force.
   CHECK(sg::loss_plan(64, 16, 97).chunk_rows == std::min<int64_t>(64, sg::default_loss_chunk_rows(97)));
-  setenv("SG_LOSS_CHUNK_ROWS", "123", 1);
+  setenv("SINKGATE_LOSS_CHUNK_ROWS", "123", 1);
   CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 123);
   CHECK(sg::loss_plan(4096, 768, 50257).products == sg::reference_plan(4096, 50257).products);
-  setenv("SG_LOSS_PACKED", "0", 1);
+  setenv("SINKGATE_LOSS_PACKED", "0", 1);
   CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::plain);
-  setenv("SG_LOSS_PRODUCTS", "avx512", 1);
+  setenv("SINKGATE_LOSS_PRODUCTS", "avx512", 1);
   CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::avx512);
-  setenv("SG_LOSS_PRODUCTS", "packed", 1);
+  setenv("SINKGATE_LOSS_PRODUCTS", "packed", 1);
   CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::packed);
-  setenv("SG_LOSS_PRODUCTS", "fastest", 1);  // not a name: SG_LOSS_PACKED's choice
+  setenv("SINKGATE_LOSS_PRODUCTS", "fastest", 1);  // not a name: SINKGATE_LOSS_PACKED's choice
   CHECK(sg::loss_plan(4096, 768, 50257).products == sg::LossProducts::plain);
-  unsetenv("SG_LOSS_PRODUCTS");
-  unsetenv("SG_LOSS_CHUNK_ROWS");
+  unsetenv("SINKGATE_LOSS_PRODUCTS");
+  unsetenv("SINKGATE_LOSS_CHUNK_ROWS");
   CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 333);
-  unsetenv("SG_LOSS_PACKED");
+  unsetenv("SINKGATE_LOSS_PACKED");
+  setenv("SG_LOSS_CHUNK_ROWS", "321", 1);  // the old name still works (with a warning)
+  CHECK(sg::loss_plan(4096, 768, 50257).chunk_rows == 321);
+  unsetenv("SG_LOSS_CHUNK_ROWS");
   // A large problem measures (in a cache folder of this test) and picks a candidate.
   char folder[] = "/tmp/sg-loss-tuning-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
@@ -292,4 +295,59 @@ TEST_CASE("every plan the tuning can choose gives the float64 loss and gradients
   unsetenv("SINKGATE_CACHE");
   std::remove(cache.c_str());
   rmdir(folder);
+}
+
+TEST_CASE("a fixed plan runs the paths it names whatever the switches, and names what the CPU lacks") {
+  torch::manual_seed(11);
+  const int64_t rows = 96, width = 16, vocab = 1000;
+  const auto hidden0 = torch::randn({rows, width}) * 2;
+  const auto weight0 = torch::randn({vocab, width});
+  const auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  // (loss, dhidden, dweight) of a plan, with the fast paths switched on or off.
+  const auto run = [&](const sg::LossPlan& plan, bool switches_on) {
+    sg::enable_cpu_kernels(switches_on);
+    auto hidden = hidden0.clone().requires_grad_(true);
+    auto weight = weight0.clone().requires_grad_(true);
+    auto loss = sg::linear_cross_entropy(hidden, weight, targets, plan);
+    loss.backward();
+    sg::enable_cpu_kernels(true);
+    return std::vector<torch::Tensor>{loss.detach(), hidden.grad(), weight.grad()};
+  };
+  const auto same = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!torch::equal(a[i], b[i])) return false;
+    return true;
+  };
+  std::vector<sg::LossPlan> plans{{32, sg::LossProducts::plain, "portable"}};
+  for (const auto& kernel : sg::exp_shifted_rows_kernels()) {
+    plans.push_back({32, sg::LossProducts::plain, kernel});
+    if (sg::PackedRightOperand::present()) plans.push_back({48, sg::LossProducts::packed, kernel});
+    if (sg::cpu_has_avx512_gemm()) plans.push_back({96, sg::LossProducts::avx512, kernel});
+  }
+  for (const auto& plan : plans) {
+    INFO(sg::loss_plan_text(plan));
+    CHECK(sg::loss_plan_missing(plan).empty());
+    CHECK(same(run(plan, true), run(plan, false)));  // SINKGATE_CPU_KERNELS does not change a fixed plan
+  }
+  // The portable rows are ATen's own: the same bits as a plan that follows switched-off kernels.
+  CHECK(same(run({32, sg::LossProducts::plain, "portable"}, true), run({32, sg::LossProducts::plain, ""}, false)));
+  // Another chunk adds up in another order: other bits (what a resume on another plan would give).
+  CHECK_FALSE(same(run({32, sg::LossProducts::plain, "portable"}, true), run({96, sg::LossProducts::plain, "portable"}, true)));
+  // The text form, and the fixed plan of a GPU or autocast loss: the chunk alone.
+  CHECK(sg::loss_plan_text({4096, sg::LossProducts::packed, "avx512f"}) == "4096:packed:avx512f");
+  const auto gpu = sg::fixed_loss_plan(/*cpu_float32=*/false, 4096, 768, 50257);
+  CHECK(sg::loss_plan_text(gpu) == std::to_string(sg::default_loss_chunk_rows(50257)) + ":plain:portable");
+  const auto cpu = sg::fixed_loss_plan(/*cpu_float32=*/true, 64, 16, 97);
+  CHECK(!cpu.row_kernel.empty());
+  CHECK(sg::loss_plan_missing(cpu).empty());
+  // What a CPU lacks is named, and replaced by what it runs.
+  if (!sg::cpu_has_avx512_gemm()) {
+    const sg::LossPlan wide{512, sg::LossProducts::avx512, "portable"};
+    CHECK_THAT(sg::loss_plan_missing(wide), Catch::Contains("AVX-512"));
+    CHECK(sg::runnable_loss_plan(wide).products == sg::LossProducts::plain);
+  }
+  if (!sg::cpu_has_row_kernel("avx512f")) {
+    CHECK_THAT(sg::loss_plan_missing({512, sg::LossProducts::plain, "avx512f"}), Catch::Contains("avx512f rows"));
+    CHECK(sg::runnable_loss_plan({512, sg::LossProducts::plain, "avx512f"}).row_kernel != "avx512f");
+  }
 }

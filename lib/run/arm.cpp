@@ -1,5 +1,5 @@
 // arm.cpp — names and parameter costs of the attention arms.
-#include "lib/model/arm.h"
+#include "lib/run/arm.h"
 
 #include <utility>
 

@@ -13,11 +13,13 @@
 namespace sg {
 
 /// Turns the fast paths below on or off for this process, so that the portable paths can be run
-/// and compared on a machine that has both. On by default; SG_CPU_KERNELS=0 in the environment
-/// starts the process with them off.
+/// and compared on a machine that has both. On by default; SINKGATE_CPU_KERNELS=0 in the
+/// environment starts the process with them off. The switches decide what runs where nobody named
+/// a path; a path named explicitly (a loss plan that names its row kernel, loss.h) runs wherever
+/// the CPU has it.
 void enable_cpu_kernels(bool enabled);
 
-/// Whether the fast paths are on (enable_cpu_kernels, SG_CPU_KERNELS).
+/// Whether the fast paths are on (enable_cpu_kernels, SINKGATE_CPU_KERNELS).
 bool cpu_kernels_enabled();
 
 /// A right-hand GEMM operand op(B) (k × n, row-major storage) packed once and multiplied by many
@@ -26,8 +28,11 @@ bool cpu_kernels_enabled();
 /// is absent (a torch without MKL) available() is false and construction throws std::logic_error.
 class PackedRightOperand {
  public:
-  /// Whether MKL's packed-GEMM functions are present in this process.
+  /// Whether MKL's packed-GEMM functions are present in this process and the fast paths are on.
   static bool available();
+  /// Whether MKL's packed-GEMM functions are present in this process (the switches aside): the
+  /// operand can be constructed.
+  static bool present();
 
   /// b: row-major (k × n), or (n × k) read transposed when `transposed`, leading dimension ldb.
   /// max_rows: the largest m that multiply() will be given.
@@ -43,7 +48,7 @@ class PackedRightOperand {
 
 /// Caps the row kernel below at AVX2 (true) or lets it take AVX-512 where the CPU has it (false,
 /// the default), so that the AVX2 kernel can be run and compared on an AVX-512 machine.
-/// SG_CPU_KERNELS=avx2 in the environment starts the process capped.
+/// SINKGATE_CPU_KERNELS=avx2 in the environment starts the process capped.
 void limit_cpu_kernels_to_avx2(bool limited);
 
 /// Whether exp_shifted_rows runs here (the CPU has AVX-512F, or AVX2 with FMA).
@@ -51,6 +56,10 @@ bool has_exp_shifted_rows();
 
 /// The instruction set exp_shifted_rows uses here: "avx512f", "avx2" (with FMA), or "" (none).
 std::string exp_shifted_rows_isa();
+
+/// Whether the CPU has the instruction set of the row kernel `isa` ("avx512f", or "avx2" with FMA),
+/// whatever the switches say.
+bool cpu_has_row_kernel(const std::string& isa);
 
 /// Every row kernel this CPU can run (what exp_shifted_rows_isa() gives uncapped, then capped
 /// at AVX2), none when the fast paths are off: to test or time each of them.
@@ -64,8 +73,11 @@ std::string cpu_model_name();
 /// Each row is read twice, the second time from cache; the exponential is accurate to about
 /// 2 ulp of float32 (Cephes' polynomial), results below exp(-103) are 0; sums are accumulated in
 /// float over blocks of 2,048 and in double across blocks. Rows are split over torch's threads.
-/// Only where has_exp_shifted_rows(); throws std::logic_error elsewhere. Both instruction sets give
-/// the same exponentials and maxima; their sums differ only in the order of the additions.
-void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums);
+/// `isa` names the kernel ("avx512f" or "avx2", run where cpu_has_row_kernel(isa) whatever the
+/// switches); "" takes exp_shifted_rows_isa()'s. Throws std::logic_error where the kernel cannot
+/// run. Both instruction sets give the same exponentials and maxima; their sums differ only in
+/// the order of the additions.
+void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums,
+                      const std::string& isa = "");
 
 }  // namespace sg

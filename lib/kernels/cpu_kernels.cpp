@@ -1,5 +1,5 @@
 // cpu_kernels.cpp — MKL's packed GEMM (looked up at run time) and the AVX-512 and AVX2 shifted-exponential rows.
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_kernels.h"
 
 // GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
 // pass-through operands) wherever they are inlined; the warnings say nothing about this file.
@@ -19,19 +19,29 @@
 #include <stdexcept>
 #include <vector>
 
+#include "lib/base/environment.h"
+
 namespace sg {
 namespace {
 
-// SG_CPU_KERNELS=0 in the environment starts with the fast paths off (to compare, or to rule
-// them out when something looks wrong); SG_CPU_KERNELS=avx2 with them capped at AVX2.
-std::atomic<bool> kernels_enabled{[] {
-  const char* value = std::getenv("SG_CPU_KERNELS");
-  return !(value && std::string(value) == "0");
-}()};
-std::atomic<bool> capped_at_avx2{[] {
-  const char* value = std::getenv("SG_CPU_KERNELS");
-  return value && std::string(value) == "avx2";
-}()};
+// SINKGATE_CPU_KERNELS=0 in the environment starts with the fast paths off (to compare, or to rule
+// them out when something looks wrong); SINKGATE_CPU_KERNELS=avx2 with them capped at AVX2. Read on
+// first use (a warning about the old name SG_CPU_KERNELS must not run before main).
+std::atomic<bool>& kernels_enabled() {
+  static std::atomic<bool> enabled{[] {
+    const char* value = sinkgate_env("CPU_KERNELS");
+    return !(value && std::string(value) == "0");
+  }()};
+  return enabled;
+}
+
+std::atomic<bool>& capped_at_avx2() {
+  static std::atomic<bool> capped{[] {
+    const char* value = sinkgate_env("CPU_KERNELS");
+    return value && std::string(value) == "avx2";
+  }()};
+  return capped;
+}
 
 enum class RowKernel { none, avx2, avx512 };
 
@@ -48,8 +58,8 @@ bool cpu_has_avx2() {
 }
 
 RowKernel row_kernel() {
-  if (!kernels_enabled) return RowKernel::none;
-  if (cpu_has_avx512() && !capped_at_avx2) return RowKernel::avx512;
+  if (!kernels_enabled()) return RowKernel::none;
+  if (cpu_has_avx512() && !capped_at_avx2()) return RowKernel::avx512;
   return cpu_has_avx2() ? RowKernel::avx2 : RowKernel::none;
 }
 
@@ -211,18 +221,20 @@ __attribute__((target("avx2,fma"))) double exp_shifted_row_avx2(float* x, int64_
 
 }  // namespace
 
-void enable_cpu_kernels(bool enabled) { kernels_enabled = enabled; }
+void enable_cpu_kernels(bool enabled) { kernels_enabled() = enabled; }
 
-bool cpu_kernels_enabled() { return kernels_enabled; }
+bool cpu_kernels_enabled() { return kernels_enabled(); }
 
-void limit_cpu_kernels_to_avx2(bool limited) { capped_at_avx2 = limited; }
+void limit_cpu_kernels_to_avx2(bool limited) { capped_at_avx2() = limited; }
 
-bool PackedRightOperand::available() { return kernels_enabled && mkl().found(); }
+bool PackedRightOperand::available() { return kernels_enabled() && mkl().found(); }
+
+bool PackedRightOperand::present() { return mkl().found(); }
 
 PackedRightOperand::PackedRightOperand(const float* b, int64_t ldb, bool transposed, int64_t max_rows, int64_t n,
                                        int64_t k)
     : max_rows_(max_rows), n_(n), k_(k) {
-  if (!available()) throw std::logic_error("PackedRightOperand: MKL's packed GEMM is not available");
+  if (!present()) throw std::logic_error("PackedRightOperand: MKL's packed GEMM is not available");
   const auto& f = mkl();
   const size_t bytes = f.pack_size(kBMatrix, as_int(max_rows), as_int(n), as_int(k));
   packed_ = torch::empty({static_cast<int64_t>(bytes / sizeof(float)) + 16}, torch::kFloat);
@@ -249,7 +261,7 @@ std::string exp_shifted_rows_isa() {
 
 std::vector<std::string> exp_shifted_rows_kernels() {
   std::vector<std::string> kernels;
-  if (!kernels_enabled) return kernels;
+  if (!kernels_enabled()) return kernels;
   if (cpu_has_avx512()) kernels.push_back("avx512f");
   if (cpu_has_avx2()) kernels.push_back("avx2");
   return kernels;
@@ -265,8 +277,17 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {
-  const RowKernel kernel = row_kernel();
+bool cpu_has_row_kernel(const std::string& isa) {
+  return (isa == "avx512f" && cpu_has_avx512()) || (isa == "avx2" && cpu_has_avx2());
+}
+
+void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums,
+                      const std::string& isa) {
+  RowKernel kernel = row_kernel();
+  if (!isa.empty()) {
+    if (!cpu_has_row_kernel(isa)) throw std::logic_error("exp_shifted_rows: the CPU cannot run the row kernel '" + isa + "'");
+    kernel = isa == "avx512f" ? RowKernel::avx512 : RowKernel::avx2;
+  }
   if (kernel == RowKernel::none) throw std::logic_error("exp_shifted_rows: the CPU has neither AVX-512F nor AVX2 with FMA");
   at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)

@@ -1,5 +1,5 @@
 // inspect.cpp — descriptions of sinkgate files and tiers for sg-info.
-#include "lib/model/inspect.h"
+#include "lib/run/inspect.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,8 +17,8 @@
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/io/results.h"
-#include "lib/model/checkpoint.h"
-#include "lib/model/config.h"
+#include "lib/run/config.h"
+#include "lib/run/run_file.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
@@ -55,7 +55,7 @@ std::string modified_utc(const std::string& path) {
   return text;
 }
 
-json describe_run(const std::string& path, const h5::Group& root) {
+json describe_run(const std::string& path) {
   const auto state = read_run_state(path);
   const auto& config = state.config;
   json fields = json::object(), changed = json::array();
@@ -63,19 +63,16 @@ json describe_run(const std::string& path, const h5::Group& root) {
   const auto have = to_fields(config), defaults = to_fields(preset);
   for (size_t i = 0; i < have.size(); ++i) {
     fields[have[i].first] = have[i].second;
-    if (have[i].second != defaults[i].second) changed.push_back(have[i].first);
+    // A preset leaves the loss plan to the machine (auto); a run fixes one: not a difference.
+    if (have[i].second != defaults[i].second && have[i].first != "loss_plan") changed.push_back(have[i].first);
   }
-  int64_t parameters = 0;
-  const auto model = root.group("model");
-  for (const auto& name : model.members())
-    if (model.is_dataset(name)) parameters += model.dataset(name).numel();
   json labels = json::object();
   for (const auto& [key, value] : state.labels) labels[key] = value;
   return {{"tier", config.tier},
           {"arm", config.model.arm.name()},
           {"seed", config.seed},
           {"labels", labels},
-          {"parameters", parameters},
+          {"parameters", config.model.parameter_count()},
           {"step", state.step},
           {"iterations", config.train.iterations},
           {"finished", state.finished},
@@ -84,6 +81,7 @@ json describe_run(const std::string& path, const h5::Group& root) {
           {"tokens_seen", state.tokens_seen},
           {"token_file", state.token_file},
           {"token_file_sha256", state.token_file_hash},
+          {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
           {"checkpoint_time", modified_utc(path)},
           {"config", fields},
           {"differs_from_tier", changed}};
@@ -161,6 +159,15 @@ std::string render(const json& d) {
                                                                                               text_of(r["last_val_loss"]) + ")"));
     lines.add("last checkpoint", text_of(r["checkpoint_time"]));
     lines.add("token file", text_of(r["token_file"]) + "  sha256 " + text_of(r["token_file_sha256"]));
+    if (r["loss_plan"].is_null()) {
+      lines.add("loss plan", "not recorded (a run file of an older version: a resume fixes one and records it)");
+    } else {
+      const auto plan = parse_loss_plan(r["loss_plan"].get<std::string>());
+      lines.add("loss plan", text_of(r["loss_plan"]) + " (chunks of " + std::to_string(plan.chunk_rows) + " rows, " +
+                                 plan.products + " products" +
+                                 (plan.row_kernel.empty() ? "" : ", " + plan.row_kernel + " softmax rows") +
+                                 "; kept by --resume)");
+    }
     std::set<std::string> changed;
     for (const auto& name : r["differs_from_tier"]) changed.insert(name.get<std::string>());
     lines.heading("  configuration (* differs from the tier's preset)");
@@ -204,7 +211,7 @@ std::string describe_file(const std::string& path, InfoFormat format) {
       d["tokens"] = describe_tokens(path);
     } else if (kind == kRunFormat) {
       d["kind"] = "run";
-      d["run"] = describe_run(path, root);
+      d["run"] = describe_run(path);
     } else if (kind == kResultFormat) {
       d["kind"] = "result";
       d["result"] = describe_table(read_table(path));
@@ -217,7 +224,7 @@ std::string describe_file(const std::string& path, InfoFormat format) {
     d["kind"] = "result";
     d["result"] = describe_table(read_table(path));
   }
-  return format == InfoFormat::json ? d.dump(2) + "\n" : render(d);
+  return format == InfoFormat::json ? d.dump() + "\n" : render(d);
 }
 
 std::string describe_tiers(const std::string& name, InfoFormat format) {
@@ -229,7 +236,7 @@ std::string describe_tiers(const std::string& name, InfoFormat format) {
       if (key != "tier" && key != "arm" && key != "seed") fields[key] = value;
     out.push_back({{"name", tier.name}, {"description", tier.description}, {"fields", fields}});
   }
-  if (format == InfoFormat::json) return json{{"tiers", out}}.dump(2) + "\n";
+  if (format == InfoFormat::json) return json{{"tiers", out}}.dump() + "\n";
   Lines lines;
   for (const auto& tier : out) {
     lines.heading("tier " + tier["name"].get<std::string>() + ": " + tier["description"].get<std::string>());

@@ -2,7 +2,7 @@
 // Framework for Rapidly Instantiating BLAS Functionality", 2015): for each (KC × NC) block of b,
 // packed into NR-column panels, and each (MC × KC) block of a, packed into MR-row panels, a
 // register tile of MR × NR results accumulates over KC.
-#include "lib/model/cpu_gemm.h"
+#include "lib/kernels/cpu_gemm.h"
 
 // GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
 // pass-through operands) wherever they are inlined; the warnings say nothing about this file.
@@ -18,7 +18,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "lib/model/cpu_kernels.h"
+#include "lib/kernels/cpu_kernels.h"
 
 namespace sg {
 namespace {
@@ -207,14 +207,16 @@ void multiply_serial(int64_t m, int64_t n, int64_t k, const StridedMatrix& a, co
 
 }  // namespace
 
-bool has_avx512_gemm() {
+bool cpu_has_avx512_gemm() {
   static const bool cpu_has = __builtin_cpu_supports("avx512f");
-  return cpu_has && cpu_kernels_enabled();
+  return cpu_has;
 }
+
+bool has_avx512_gemm() { return cpu_has_avx512_gemm() && cpu_kernels_enabled(); }
 
 void gemm_avx512(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                  bool accumulate) {
-  if (!has_avx512_gemm()) throw std::logic_error("gemm_avx512: the CPU has no AVX-512F, or the CPU fast paths are off");
+  if (!cpu_has_avx512_gemm()) throw std::logic_error("gemm_avx512: the CPU has no AVX-512F");
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (!accumulate)

@@ -1,0 +1,115 @@
+// atomic_file.cpp — see atomic_file.h. POSIX calls, not std::filesystem (lib/io/h5.cpp says why).
+#include "lib/io/atomic_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/base/paths.h"
+
+namespace sg {
+namespace {
+
+std::string temporary_directory() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+/// Whether no process has this pid (a signal 0 finds none).
+bool process_gone(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  const auto pid = static_cast<pid_t>(std::stol(digits));
+  return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/// Removes the files of `directory` named PREFIX + PID + rest whose PID is a process that is gone;
+/// `rest` is empty, or starts with '-' (make_temporary's random suffix).
+void remove_stale(const std::string& directory, const std::string& prefix) {
+  DIR* dir = opendir(directory.c_str());
+  if (!dir) return;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string tail = name.substr(prefix.size());
+    const std::string pid = tail.substr(0, tail.find('-'));
+    if (process_gone(pid) && std::remove((directory + "/" + name).c_str()) == 0)
+      log::debug("removed " + directory + "/" + name + ", left by a process that is gone");
+  }
+  closedir(dir);
+}
+
+}  // namespace
+
+std::string temporary_for(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  remove_stale(directory_of(path), (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.");
+  return path + ".tmp." + std::to_string(getpid());
+}
+
+std::string make_temporary(const std::string& stem) {
+  remove_stale(temporary_directory(), stem + "-");
+  std::string pattern = temporary_directory() + "/" + stem + "-" + std::to_string(getpid()) + "-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  const int fd = mkstemp(buffer.data());
+  if (fd < 0) throw OutputError("cannot create a temporary file in " + temporary_directory());
+  close(fd);
+  return std::string(buffer.data());
+}
+
+void move_into_place(const std::string& temporary, const std::string& path, bool force) {
+  const int fd = ::open(temporary.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    ::close(fd);
+  }
+  if (!force) {
+    // link() refuses an existing name, so a file that appeared meanwhile is never clobbered.
+    if (link(temporary.c_str(), path.c_str()) == 0) {
+      std::remove(temporary.c_str());
+      return;
+    }
+    if (errno == EEXIST) throw OutputError(path + " exists", "use --force to overwrite it");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    throw OutputError("cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+}
+
+void write_text(const std::string& path, const std::string& text, bool force) {
+  if (path == "-") {
+    errno = 0;
+    std::cout << text << std::flush;
+    if (!std::cout && errno == EPIPE) throw ReaderGone();
+    if (!std::cout) throw OutputError("cannot write to stdout");
+    return;
+  }
+  const std::string temporary = temporary_for(path);
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw OutputError("cannot write " + temporary);
+    }
+  }
+  try {
+    move_into_place(temporary, path, force);
+  } catch (const OutputError&) {
+    std::remove(temporary.c_str());
+    throw;
+  }
+}
+
+}  // namespace sg

@@ -1,0 +1,143 @@
+// run_file.cpp — run files without their tensors.
+#include "lib/run/run_file.h"
+
+#include <cctype>
+
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/io/results.h"
+
+namespace sg {
+namespace {
+
+void require(const h5::Group& root, const std::string& path, const std::string& file) {
+  if (!root.exists(path)) throw InputError(file + ": run file lacks '" + path + "'", "is it complete? rewrite it with sg-train");
+}
+
+}  // namespace
+
+void write_run_contents(h5::Group& root, const RunState& state, const Provenance& provenance) {
+  h5::set_format(root, kRunFormat, kRunSchemaVersion);
+  write_provenance(root, provenance);
+  auto config = root.create_group("config");
+  for (const auto& [name, value] : to_fields(state.config)) config.set_attribute(name, value);
+  auto status = root.create_group("state");
+  status.set_attribute("step", state.step);
+  status.set_attribute("data_position", state.data_position);
+  status.set_attribute("tokens_seen", state.tokens_seen);
+  status.set_attribute("finished", static_cast<int64_t>(state.finished));
+  status.set_attribute("final_val_loss", state.final_val_loss);
+  status.set_attribute("token_file", state.token_file);
+  status.set_attribute("token_file_sha256", state.token_file_hash);
+  if (!state.labels.empty()) {
+    auto labels = root.create_group("labels");
+    for (const auto& [key, value] : state.labels) labels.set_attribute(key, value);
+  }
+  const auto& c = state.curves;
+  root.write_ints("curves/step", c.step).set_attribute("units", "optimizer steps");
+  root.write_doubles("curves/train_loss", c.train_loss).set_attribute("units", "nats");
+  root.write_doubles("curves/lr", c.lr).set_attribute("units", "learning rate");
+  root.write_doubles("curves/tokens_per_second", c.tokens_per_second).set_attribute("units", "tokens/s");
+  root.write_ints("curves/val_step", c.val_step).set_attribute("units", "optimizer steps");
+  root.write_doubles("curves/val_loss", c.val_loss).set_attribute("units", "nats");
+}
+
+RunState read_run_state(const std::string& path) {
+  const auto root = h5::File::open(path);
+  h5::check_format(root, kRunFormat, kRunSchemaVersion);
+  for (const char* member : {"config", "state", "model", "curves"}) require(root, member, path);
+  RunState state;
+  const auto config = root.group("config");
+  for (const auto& name : config.attribute_names()) {
+    try {
+      set_field(state.config, name, config.attribute_string(name));
+    } catch (const UsageError& error) {
+      throw InputError(path + ": configuration field '" + name + "': " + error.what(),
+                       "was the file written by a newer sinkgate?");
+    }
+  }
+  const auto status = root.group("state");
+  state.step = status.attribute_int("step");
+  state.data_position = status.attribute_int("data_position");
+  state.tokens_seen = status.attribute_int("tokens_seen");
+  state.finished = status.attribute_int("finished") != 0;
+  state.final_val_loss = status.attribute_double("final_val_loss");
+  state.token_file = status.attribute_string("token_file");
+  state.token_file_hash = status.attribute_string("token_file_sha256");
+  auto& c = state.curves;
+  c.step = root.dataset("curves/step").read_ints();
+  c.train_loss = root.dataset("curves/train_loss").read_doubles();
+  c.lr = root.dataset("curves/lr").read_doubles();
+  c.tokens_per_second = root.dataset("curves/tokens_per_second").read_doubles();
+  c.val_step = root.dataset("curves/val_step").read_ints();
+  c.val_loss = root.dataset("curves/val_loss").read_doubles();
+  if (root.exists("labels")) {
+    const auto labels = root.group("labels");
+    for (const auto& key : labels.attribute_names()) state.labels.emplace_back(key, labels.attribute_string(key));
+  }
+  // The file's configuration and state are checked as strictly as a command line's: a damaged
+  // file must fail here, naming itself, not crash the training loop (a zero interval divides).
+  try {
+    state.config.model.validate();
+    state.config.train.validate();
+  } catch (const UsageError& error) {
+    throw InputError(path + ": its configuration is invalid: " + error.what(), "the run file is damaged");
+  }
+  const auto& t = state.config.train;
+  auto bad_state = [&](const std::string& what) {
+    throw InputError(path + ": /state " + what, "the run file is damaged");
+  };
+  if (state.step < 0 || state.step > t.iterations)
+    bad_state("step " + std::to_string(state.step) + " lies outside [0, iterations = " + std::to_string(t.iterations) + "]");
+  if (state.data_position != state.step * t.batch())
+    bad_state("data_position " + std::to_string(state.data_position) + " is not step x batch = " +
+              std::to_string(state.step * t.batch()));
+  if (state.tokens_seen < 0) bad_state("tokens_seen " + std::to_string(state.tokens_seen) + " is negative");
+  if (state.finished && state.step != t.iterations)
+    bad_state("says finished at step " + std::to_string(state.step) + " of " + std::to_string(t.iterations));
+  if (c.train_loss.size() != c.step.size() || c.lr.size() != c.step.size() ||
+      c.tokens_per_second.size() != c.step.size() || c.val_loss.size() != c.val_step.size())
+    bad_state("curves have unequal lengths");
+  return state;
+}
+
+void check_token_file(const RunState& state, const std::string& run_path, const std::string& token_path,
+                      const std::string& token_sha256, bool allow_other, const std::string& tool) {
+  if (state.token_file_hash.empty() || token_sha256.empty() || state.token_file_hash == token_sha256) return;
+  const std::string message = run_path + " was trained on " + state.token_file + " (sha256 " +
+                              state.token_file_hash.substr(0, 12) + "…), not on " + token_path + " (sha256 " +
+                              token_sha256.substr(0, 12) + "…)";
+  if (!allow_other)
+    throw InputError(message, "give the run's token file, or --allow-other-tokens to use this one anyway");
+  log::warn(message + "; going on (--allow-other-tokens)");
+}
+
+std::vector<std::pair<std::string, std::string>> parse_labels(const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    const std::string key = spec.substr(0, eq);
+    bool valid = eq != std::string::npos && !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0]));
+    for (char c : key) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!valid)
+      throw UsageError("--label '" + spec + "' is not KEY=VALUE with a KEY of letters, digits and '_'",
+                       "e.g. --label lr=3e-4 --label sweep=warmup");
+    if (key == "tier" || key == "arm" || key == "seed")
+      throw UsageError("--label " + key + "=… would shadow the run's own " + key, "choose another label name");
+    for (const auto& [seen, value] : labels)
+      if (seen == key) throw UsageError("--label " + key + " is given twice");
+    labels.emplace_back(key, spec.substr(eq + 1));
+  }
+  return labels;
+}
+
+std::vector<std::pair<std::string, std::string>> run_keys(const std::string& path, const RunState& state) {
+  std::vector<std::pair<std::string, std::string>> keys = {{kRunKey, path}};
+  for (const auto& [key, value] : state.labels) {
+    if (key == kRunKey) keys.front().second = value;
+    else keys.emplace_back(key, value);
+  }
+  return keys;
+}
+
+}  // namespace sg
