@@ -1,14 +1,18 @@
 # pipelines/fig3.gp — Figure 3: task error against superposition load, one line per arm, error bars
 # the standard error over seeds; left the channel-blind condition, right the routing-visible control.
 #
-#   gnuplot -e "data='runs/toy/fig3.tsv'; output='runs/toy/fig3.png'; summary='runs/toy/fig3-summary.tsv'" pipelines/fig3.gp
+#   gnuplot -e "data='runs/toy/fig3.tsv'; output='runs/toy/fig3.png'; summary='runs/toy/fig3-summary.tsv'; \
+#               seed_names='0,1,2'" pipelines/fig3.gp
 #
 # data: `sg-tabulate … --rows condition,arm,load --cols seed --cell error --format tsv`, i.e. the
 # columns condition, arm, load, then one column of task error per seed. summary (optional) receives
-# the plotted numbers: condition, arm, load, mean, standard error, number of seeds.
+# the plotted numbers: condition, arm, load, mean, standard error, number of seeds; one line per arm
+# present in data, and the legend names those arms only. seed_names (optional): for the caption.
 
 if (!exists("data")) data = 'runs/toy/fig3.tsv'
 if (!exists("output")) output = 'runs/toy/fig3.png'
+here = ARG0[1:strlen(ARG0) - strlen('fig3.gp')]
+load here . 'figures.gp'
 
 set datafile separator "\t"
 stats data using 3 nooutput
@@ -20,30 +24,35 @@ sd(m) = seeds > 1 ? sqrt(sum [i=first:first+seeds-1] (column(i) - m)**2 / (seeds
 se(m) = sd(m) / sqrt(seeds)
 pick(condition, arm) = (strcol(1) eq condition && strcol(2) eq arm)
 
-arms = "baseline offbyone normgate renorm oracle"
-array titles[5] = ["baseline", "off-by-one", "norm gate", "renorm (routing slot)", "oracle"]
-array colors[5] = ["#444444", "#1f77b4", "#d62728", "#ff7f0e", "#2ca02c"]
+# The arms present, in this order first; their titles and colours (figures.gp), points per arm.
+order = "baseline offbyone normgate renorm oracle"
+seen = " "
+stats data using (collect(strcol(2))) nooutput
+arms = ordered(order, seen)
+title_of(a) = a eq "renorm" ? "renorm (routing slot)" : arm_title(a)
 array points[5] = [7, 5, 9, 13, 4]
+point_of(a, j) = (i = place(a, 1), points[(i > 0 ? i - 1 : j - 1) % 5 + 1])
+place(a, i) = i > words(order) ? 0 : word(order, i) eq a ? i : place(a, i + 1)
 conditions = "blind visible"
 
+# The plotted numbers: one row per condition, arm and load (mean and standard error over seeds).
 if (exists("summary")) {
-  set print summary
-  print "# condition\tarm\tload\tmean\tse\tseeds"
-  unset print
-  set table summary append
-  set format "%.6g"
+  rows = ""
   do for [c in conditions] {
     do for [a in arms] {
-      plot data using (c):(a):3:(m = mean(0)):(se(m)):(seeds) with table if (pick(c, a))
+      stats data using (pick(c, a) ? (m = mean(0), \
+          emit(sprintf("%s\t%s\t%g\t%.6g\t%.6g\t%d", c, a, $3, m, se(m), seeds))) : 0) nooutput
     }
   }
-  unset table
-  set format "% h"
+  set print summary
+  print "# condition\tarm\tload\tmean\tse\tseeds"
+  if (strlen(rows) > 0) { print rows[1:strlen(rows) - 1] }
+  unset print
 }
 
-set terminal pngcairo size 1200,520 font "sans,11"
+set terminal pngcairo size 1200,600 font "sans,11" noenhanced
 set output output
-set multiplot layout 1,2
+set multiplot layout 1,2 margins 0.07, 0.98, 0.3, 0.92 spacing 0.09, 0
 set logscale x 2
 set xrange [0.85:9.4]
 set xtics (1, 2, 4, 8)
@@ -51,12 +60,18 @@ set xlabel "superposition load N/d"
 set ylabel "task error (per-label error rate)"
 set yrange [0:*]
 set grid ytics
-set key below horizontal maxrows 2 samplen 2
-do for [k = 1:2] {
-  c = word(conditions, k)
-  set title (k == 1 ? "channel-blind keys" : "routing-visible keys (control)")
-  plot for [j = 1:words(arms)] data \
-       using (pick(c, word(arms, j)) ? $3 * (1 + 0.02 * (j - 3)) : NaN):(m = mean(0)):(se(m)) \
-       with yerrorlines lw 2 pt points[j] ps 1.2 lc rgb colors[j] title titles[j]
+set key at graph 0, -0.17 left top horizontal maxcols 3 reverse Left samplen 2 width 1
+k = words(arms)
+do for [p = 1:2] {
+  c = word(conditions, p)
+  set title (p == 1 ? "(a) channel-blind keys" : "(b) routing-visible keys (control)")
+  if (p == 2) {
+    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set: mean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.", \
+                        seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "") at screen 0.01, 0.06 left front
+    set key off
+  }
+  plot for [j = 1:k] data \
+       using (pick(c, word(arms, j)) ? $3 * (1 + 0.02 * (j - (k + 1) / 2.0)) : NaN):(m = mean(0)):(se(m)) \
+       with yerrorlines lw 2 pt point_of(word(arms, j), j) ps 1.2 lc rgb arm_color(word(arms, j), j) title title_of(word(arms, j))
 }
 unset multiplot

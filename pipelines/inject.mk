@@ -6,14 +6,19 @@
 #   make -f Makefile.experiments PROFILE=quick table6 table9     # the quick CPU tier (the main job prints them)
 #   make -f Makefile.experiments table7-vs-paper                  # ours beside the paper's numbers
 #
-# One sg-inject call per run: $(OUT)/inject/TIER/ARM/SEED.h5, every junk type of INJECT_JUNK_TIER at
-# both cutoffs and the four doses, and the exposure pass. Own-direction junk is asked for only where
-# the arm has a projection gate. The tables show every condition computed (Tables 6 and 7 print a
-# subset of the (junk, cutoff) pairs: the tables here are a superset of the paper's).
+# One sg-inject call per run: $(OUT)/inject/TIER/ARM/SEED.h5, every junk type of the tier's battery
+# at both cutoffs and the four doses, and the exposure pass. The battery of a tier is INJECT_JUNK_TIER
+# plus what Figure 2 needs there (structured junk at a tier of FIG2_TIERS; a random and the gate's
+# own direction at FIG2C_TIER), so `make fig2` works at any tier. Own-direction junk is asked for
+# only where the arm has a projection gate. The tables show every condition computed (Tables 6 and 7
+# print a subset of the (junk, cutoff) pairs: the tables here are a superset of the paper's).
+# Beside each result, SEED.settings holds the sg-inject options it was made with; it is rewritten
+# only when they change, so changing an INJECT_* variable reruns exactly the injections it changes.
 #
 # Variables: INJECT_SEED (0), INJECT_DOSES, INJECT_CUTOFFS, INJECT_JUNK_TIER, INJECT_CONTEXT_TIER
 # (0: min(512, the model's context); 1024 at 350M as in the paper), INJECT_FLAGS (e.g. --batches 2),
-# TABLE6_TIERS, TABLE7_TIERS, TABLE9_TIERS, FIG2_TIERS (panels a, b), FIG2C_TIER (panel c).
+# TABLE6_TIERS, TABLE7_TIERS, TABLE9_TIERS, FIG2_TIERS (one panel per tier), FIG2C_TIER (the
+# direction panel).
 # Included by Makefile.experiments (it uses its OUT, BIN, TIERS, arms_of, DEVICE, THREADS, LAUNCH).
 
 INJECT_SEED    ?= 0
@@ -31,7 +36,7 @@ ifeq ($(PROFILE),quick)
   TABLE6_TIERS ?= $(TIERS)
   TABLE7_TIERS ?= $(TIERS)
   TABLE9_TIERS ?= $(TIERS)
-  FIG2_TIERS   ?= $(TIERS) $(TIERS)
+  FIG2_TIERS   ?= $(TIERS)
   FIG2C_TIER   ?= $(firstword $(TIERS))
 else
   TABLE6_TIERS ?= 10M 50M
@@ -44,8 +49,15 @@ endif
 INJECT_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 # The per-run injection tables of some tiers (the seed-0 run of every arm trained there).
 inject_files = $(foreach t,$(1),$(foreach a,$(call arms_of,$(t)),$(OUT)/inject/$(t)/$(a)/$(INJECT_SEED).h5))
+# The battery of tier $(1): its junk types, then those Figure 2 needs there that they lack.
+fig2_junk = $(if $(filter $(1),$(FIG2_TIERS)),structured) $(if $(filter $(1),$(FIG2C_TIER)),random-direction own-direction)
+tier_junk = $(or $(INJECT_JUNK_$(1)),$(INJECT_JUNK_default)) \
+            $(filter-out $(or $(INJECT_JUNK_$(1)),$(INJECT_JUNK_default)),$(call fig2_junk,$(1)))
 # The junk types of tier $(1) for arm $(2): own-direction only with a projection gate.
-inject_junk = $(subst $(space),$(comma),$(strip $(if $(filter projgate combo2 %+projgate,$(2)),$(or $(INJECT_JUNK_$(1)),$(INJECT_JUNK_default)),$(filter-out own-direction,$(or $(INJECT_JUNK_$(1)),$(INJECT_JUNK_default))))))
+inject_junk = $(subst $(space),$(comma),$(strip $(if $(filter projgate combo2 %+projgate,$(2)),$(call tier_junk,$(1)),$(filter-out own-direction,$(call tier_junk,$(1))))))
+# The sg-inject options of run $(1) (TIER/ARM/SEED) that decide what it measures.
+inject_options = $(strip --junk $(call inject_junk,$(call tier_of,$(1)),$(call arm_of,$(1))) --cutoff $(INJECT_CUTOFFS) \
+  --dose $(INJECT_DOSES) --context $(or $(INJECT_CONTEXT_$(call tier_of,$(1))),0) $(INJECT_FLAGS))
 
 JUNK_ORDER  := structured,same-context,gaussian,random-direction,own-direction
 JUNK_LABELS := --label 'junk:structured=structured (other context)' --label 'junk:same-context=structured (same context)' \
@@ -56,15 +68,21 @@ INJECT_TABLE_FLAGS := --where measure=injection --where layer=all --rows tier,ju
   --row-order $(ARM_ORDER) --order tier=$(TIER_ORDER) $(JUNK_LABELS) $(ARM_LABELS) --label 'dose:*=ε = *' \
   --header tier=Tier --header 'junk=Junk type' --header cutoff=Cutoff --header arm=Arm
 
-.PHONY: injections table6 table7 table9 fig2 fig2-paper table6-vs-paper table7-vs-paper table9-vs-paper
+.PHONY: injections table6 table7 table9 fig2 fig2-paper table6-vs-paper table7-vs-paper table9-vs-paper inject-settings
 
 injections: $(call inject_files,$(sort $(TABLE6_TIERS) $(TABLE7_TIERS) $(TABLE9_TIERS)))
 
-$(OUT)/inject/%.h5: $(OUT)/runs/%.h5 | $(TOKENS)
+# The settings stamp of a run's battery: its recipe runs every time and rewrites the file only when
+# the options differ, so the injection below reruns when, and only when, its settings changed.
+$(OUT)/inject/%.settings: inject-settings
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-inject --tokens $(TOKENS) $< --junk $(call inject_junk,$(call tier_of,$*),$(call arm_of,$*)) \
-	  --cutoff $(INJECT_CUTOFFS) --dose $(INJECT_DOSES) --context $(or $(INJECT_CONTEXT_$(call tier_of,$*)),0) \
-	  --device $(DEVICE) --threads $(THREADS) $(INJECT_FLAGS) -o $@ --force
+	@printf '%s\n' '$(call inject_options,$*)' | cmp -s - $@ 2>/dev/null || printf '%s\n' '$(call inject_options,$*)' > $@
+inject-settings:
+
+$(OUT)/inject/%.h5: $(OUT)/runs/%.h5 $(OUT)/inject/%.settings | $(TOKENS)
+	@mkdir -p $(@D)
+	$(LAUNCH) $(BIN)/sg-inject --tokens $(TOKENS) $< $(call inject_options,$*) --device $(DEVICE) --threads $(THREADS) \
+	  -o $@ --force
 
 # One table of all the runs of a table's tiers (pipe it into sg-tabulate for other layouts).
 $(OUT)/table6.h5: $(call inject_files,$(TABLE6_TIERS))
@@ -108,26 +126,30 @@ table9-vs-paper: $(OUT)/table9.h5
 	  --label source:table9=sinkgate $(ARM_LABELS) -o $(OUT)/$@.md --force
 	@cat $(OUT)/$@.md
 
-# Figure 2: (a, b) delta_loss against dose, structured junk at the q25 cutoff, per arm, at the two
-# FIG2_TIERS; (c) a random fixed direction against the gate's own direction at FIG2C_TIER.
+# Figure 2: delta_loss against dose, one panel per tier of FIG2_TIERS with structured junk at the q25
+# cutoff and one line per arm; then a random fixed direction against the gate's own direction at the
+# median cutoff, at FIG2C_TIER, for the baseline and the arms with a projection gate (as in the
+# paper). fig2.tsv: every point of the figure, those below the log axis's floor marked (fig2.gp).
+FIG2C_ARMS = $(filter baseline projgate combo2 %+projgate,$(call arms_of,$(FIG2C_TIER)))
 fig2: $(OUT)/fig2.png
 $(OUT)/fig2-ab.tsv: $(call inject_files,$(sort $(FIG2_TIERS)))
 	$(BIN)/sg-tabulate $^ --where measure=injection --where junk=structured --where cutoff=q25 \
 	  --rows tier,arm,dose --cell delta_loss --format tsv -o $@ --force
 $(OUT)/fig2-c.tsv: $(call inject_files,$(FIG2C_TIER))
 	$(BIN)/sg-tabulate $^ --where measure=injection --where junk=random-direction,own-direction --where cutoff=median \
+	  $(if $(FIG2C_ARMS),--where arm=$(subst $(space),$(comma),$(strip $(FIG2C_ARMS)))) \
 	  --rows junk,arm,dose --cell delta_loss --format tsv -o $@ --force
-$(OUT)/fig2.png: $(OUT)/fig2-ab.tsv $(OUT)/fig2-c.tsv $(INJECT_PIPELINES)/fig2.gp
-	gnuplot -e "ab='$(OUT)/fig2-ab.tsv'; c='$(OUT)/fig2-c.tsv'; output='$@'; tiers='$(FIG2_TIERS)'; ctier='$(FIG2C_TIER)'" \
-	  $(INJECT_PIPELINES)/fig2.gp
+$(OUT)/fig2.png $(OUT)/fig2.tsv &: $(OUT)/fig2-ab.tsv $(OUT)/fig2-c.tsv $(INJECT_PIPELINES)/fig2.gp $(INJECT_PIPELINES)/figures.gp
+	gnuplot -e "ab='$(OUT)/fig2-ab.tsv'; c='$(OUT)/fig2-c.tsv'; output='$(OUT)/fig2.png'; data='$(OUT)/fig2.tsv'; \
+	  tiers='$(FIG2_TIERS)'; ctier='$(FIG2C_TIER)'; seed='$(INJECT_SEED)'" $(INJECT_PIPELINES)/fig2.gp
 
 # The same figure from the paper's own numbers (pipelines/paper_injection.csv), to set beside ours.
 fig2-paper: $(OUT)/fig2-paper.png
-$(OUT)/fig2-paper.png: $(INJECT_PIPELINES)/paper_injection.csv $(INJECT_PIPELINES)/fig2.gp
+$(OUT)/fig2-paper.png: $(INJECT_PIPELINES)/paper_injection.csv $(INJECT_PIPELINES)/fig2.gp $(INJECT_PIPELINES)/figures.gp
 	@mkdir -p $(@D)
-	$(BIN)/sg-tabulate $< --where junk=structured --where cutoff=q25 --rows tier,arm,dose --cell delta_loss \
-	  --format tsv -o $(OUT)/fig2-paper-ab.tsv --force
+	$(BIN)/sg-tabulate $< --where tier=124M,350M --where junk=structured --where cutoff=q25 --rows tier,arm,dose \
+	  --cell delta_loss --format tsv -o $(OUT)/fig2-paper-ab.tsv --force
 	$(BIN)/sg-tabulate $< --where tier=124M --where junk=random-direction,own-direction --where cutoff=median \
-	  --rows junk,arm,dose --cell delta_loss --format tsv -o $(OUT)/fig2-paper-c.tsv --force
-	gnuplot -e "ab='$(OUT)/fig2-paper-ab.tsv'; c='$(OUT)/fig2-paper-c.tsv'; output='$@'; tiers='124M 350M'; ctier='124M'" \
-	  $(INJECT_PIPELINES)/fig2.gp
+	  --where arm=baseline,projgate,combo2 --rows junk,arm,dose --cell delta_loss --format tsv -o $(OUT)/fig2-paper-c.tsv --force
+	gnuplot -e "ab='$(OUT)/fig2-paper-ab.tsv'; c='$(OUT)/fig2-paper-c.tsv'; output='$@'; data='$(OUT)/fig2-paper.tsv'; \
+	  tiers='124M 350M'; ctier='124M'; seed='0'; paper=1" $(INJECT_PIPELINES)/fig2.gp

@@ -129,8 +129,9 @@ $(OUT)/fig5.tsv: $(OUT)/sinks.h5
 	$(BIN)/sg-tabulate $< --where probe=sinks --where layer=all --where head=all \
 	  --where statistic=position0_mass,phantom_mass,sink_token_mass,r0_ratio --rows arm,statistic --cell value \
 	  --format tsv -o $@ --force
-$(OUT)/fig5.png: $(OUT)/fig5.tsv $(PROBE_PIPELINES)/fig5.gp
-	gnuplot -e "data='$<'; output='$@'; tier='$(SINKS_TIER)'; arms='$(call arms_of,$(SINKS_TIER))'" $(PROBE_PIPELINES)/fig5.gp
+$(OUT)/fig5.png: $(OUT)/fig5.tsv $(PROBE_PIPELINES)/fig5.gp $(PROBE_PIPELINES)/figures.gp
+	gnuplot -e "data='$<'; output='$@'; tier='$(SINKS_TIER)'; seed='$(PROBE_SEED)'; arms='$(call arms_of,$(SINKS_TIER))'" \
+	  $(PROBE_PIPELINES)/fig5.gp
 
 # Figure 1: (a) the zero-option increment and the filtering increments across tiers (Table 1's
 # paired differences), (b) the sink logit's phantom share, (c) the within-row spread of the gates.
@@ -145,6 +146,10 @@ $(OUT)/fig1-c.tsv: $(call gated_probe_files,$(FIG1_TIERS),VALUE_GATED)
 	files='$^'; if [ -n "$$files" ]; then $(BIN)/sg-tabulate $$files --where probe=selectivity \
 	  --where statistic=within_row_spread --where layer=all --where head=all --rows arm,tier --cell value --format tsv \
 	  -o $@ --force; else : > $@; fi
-$(OUT)/fig1.png: $(OUT)/fig1-a.tsv $(OUT)/fig1-b.tsv $(OUT)/fig1-c.tsv $(PROBE_PIPELINES)/fig1.gp
-	gnuplot -e "a='$(OUT)/fig1-a.tsv'; b='$(OUT)/fig1-b.tsv'; c='$(OUT)/fig1-c.tsv'; output='$@'; tiers='$(FIG1_TIERS)'" \
+# fig1.tsv: every point of the figure (fig1.gp).
+$(OUT)/fig1.png $(OUT)/fig1.tsv &: $(OUT)/fig1-a.tsv $(OUT)/fig1-b.tsv $(OUT)/fig1-c.tsv $(PROBE_PIPELINES)/fig1.gp \
+                                   $(PROBE_PIPELINES)/figures.gp
+	gnuplot -e "a='$(OUT)/fig1-a.tsv'; b='$(OUT)/fig1-b.tsv'; c='$(OUT)/fig1-c.tsv'; output='$(OUT)/fig1.png'; \
+	  data='$(OUT)/fig1.tsv'; tiers='$(FIG1_TIERS)'; seed='$(PROBE_SEED)'; \
+	  seeds='$(foreach t,$(FIG1_TIERS),$(t):$(subst $(space),$(comma),$(strip $(call seeds_of,$(t)))))'" \
 	  $(PROBE_PIPELINES)/fig1.gp

@@ -85,8 +85,9 @@ $(SURVEY_DIR)/fig4-models.tsv: $(SURVEY_RESULTS)
 	$(BIN)/sg-tabulate $^ --where scope=model --where statistic=sink_mass,blind_ratio_p30,content_share_p30 \
 	    --rows family,model,params_m --cols statistic --cell value --se none --order model=$(SURVEY_ORDER) \
 	    --col-order sink_mass,blind_ratio_p30,content_share_p30 --format tsv -o $@ --force
-$(SURVEY_DIR)/fig4.png: $(SURVEY_DIR)/fig4-models.tsv $(SURVEY_PIPELINES)/fig4.gp
-	gnuplot -e "data='$<'; output='$@'" $(SURVEY_PIPELINES)/fig4.gp
+$(SURVEY_DIR)/fig4.png: $(SURVEY_DIR)/fig4-models.tsv $(SURVEY_PIPELINES)/fig4.gp $(SURVEY_PIPELINES)/figures.gp
+	gnuplot -e "data='$<'; output='$@'; text='$(SURVEY_BLOCKS) blocks of $(SURVEY_BLOCK_LENGTH) tokens of $(SURVEY_TEXT)'" \
+	    $(SURVEY_PIPELINES)/fig4.gp
 
 # Downloads (internet): the safetensors weights, config and tokenizer of each model, and
 # WikiText-2's validation split (the text column of the parquet file, lines joined as stored).

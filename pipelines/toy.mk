@@ -44,6 +44,6 @@ $(TOY_RUNS): $(TOY_DIR)/%.h5:
 $(TOY_DIR)/fig3.tsv: $(TOY_RUNS)
 	$(BIN)/sg-tabulate $^ --rows condition,arm,load --cols seed --cell error --format tsv -o $@ --force
 
-$(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-summary.tsv &: $(TOY_DIR)/fig3.tsv $(TOY_PIPELINES)/fig3.gp
-	gnuplot -e "data='$<'; output='$(TOY_DIR)/fig3.png'; summary='$(TOY_DIR)/fig3-summary.tsv'" \
+$(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-summary.tsv &: $(TOY_DIR)/fig3.tsv $(TOY_PIPELINES)/fig3.gp $(TOY_PIPELINES)/figures.gp
+	gnuplot -e "data='$<'; output='$(TOY_DIR)/fig3.png'; summary='$(TOY_DIR)/fig3-summary.tsv'; seed_names='$(TOY_SEEDS)'" \
 	    $(TOY_PIPELINES)/fig3.gp
