@@ -192,15 +192,32 @@ double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig&
   return total / static_cast<double>(sequences);
 }
 
-TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
-  RunConfig config = config_in;
+namespace {
+
+/// A run being trained: its configuration and state, its place among the ranks, its output lock
+/// and its name in progress lines. The first phase of train().
+struct Session {
+  RunConfig config;
   RunState state;
-  const auto tokens = TokenFile::open(options.token_file);
   std::string recorded_plan;  // the run file's loss plan, on a resume
+  std::unique_ptr<Communicator> communicator;
+  int64_t world = 1, rank = 0;
+  bool writer = true;  // rank 0: the one that writes the run file
+  std::unique_ptr<FileLock> lock;
+  std::string name, prefix;  // "tier/arm/seed" (or the run's label), and "sg-train [NAME] "
+};
+
+/// Reads (on a resume) or starts the run's state, checks the token file against it, joins the
+/// ranks and takes the output's lock: every check before the model is built.
+Session open_session(const RunConfig& config_in, const TrainOptions& options, const TokenFile& tokens) {
+  Session session;
+  session.config = config_in;
+  auto& config = session.config;
+  auto& state = session.state;
   if (options.resume) {
     state = read_run_state(options.output);
     config = state.config;  // the run file's configuration wins, but for a new loss plan (a warning)
-    recorded_plan = config.train.loss_plan;
+    session.recorded_plan = config.train.loss_plan;
     if (!options.loss_plan.empty()) config.train.loss_plan = to_string(parse_loss_plan(options.loss_plan));
     if (state.finished) log::info("sg-train: " + options.output + " is already finished");
   } else {
@@ -211,31 +228,41 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   }
   check_vocabulary_fits(tokens, config.model, "the model");
   // Data parallelism: every rank trains; rank 0 alone writes (distributed.h).
-  std::unique_ptr<Communicator> communicator;
-  const int64_t world = options.distributed.distributed() ? options.distributed.world_size : 1;
-  const int64_t rank = options.distributed.distributed() ? options.distributed.rank : 0;
-  const bool writer = rank == 0;
-  rank_chunks(config.train, 0, 0, world);  // a batch that does not divide among the ranks fails here, before connecting
+  session.world = options.distributed.distributed() ? options.distributed.world_size : 1;
+  session.rank = options.distributed.distributed() ? options.distributed.rank : 0;
+  session.writer = session.rank == 0;
+  rank_chunks(config.train, 0, 0, session.world);  // a batch that does not divide among the ranks fails here, before connecting
   if (options.distributed.distributed())
-    communicator = Communicator::connect(options.distributed, options.device, options.timeout_seconds);
+    session.communicator = Communicator::connect(options.distributed, options.device, options.timeout_seconds);
   // One writer per output, for the whole run (a second sg-train on the same -o fails at once). Taken
   // after the inputs are read, so that a missing run file or folder is reported as such; before the
   // first write.
-  std::unique_ptr<FileLock> lock;
-  if (writer) lock = std::make_unique<FileLock>(options.output);
+  if (session.writer) session.lock = std::make_unique<FileLock>(options.output);
   // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
   const std::string token_sha256 = options.provenance.sha256_of(options.token_file);
   if (options.resume)
     check_token_file(state, options.output, options.token_file, token_sha256, options.allow_other_tokens, "sg-train");
   state.token_file = options.token_file;
   state.token_file_hash = token_sha256;
+  session.name = options.name.empty() ? config.tier + "/" + config.model.arm.name() + "/" + std::to_string(config.seed)
+                                      : options.name;
+  for (const auto& [key, value] : state.labels)
+    if (key == kRunKey && options.name.empty()) session.name = value;
+  session.prefix = "sg-train [" + session.name + "] ";
+  return session;
+}
 
-  GPT model = options.resume ? load_model(options.output, options.device) : build_model(config.model, config.seed);
+/// The model and its optimizer: built from the seed, or loaded from the run file on a resume;
+/// with several ranks, rank 0's weights everywhere and the gradient hooks of the buckets.
+GPT prepare_model(const Session& session, const TrainOptions& options,
+                  std::unique_ptr<FusedAdamW>& optimizer) {
+  GPT model = options.resume ? load_model(options.output, options.device)
+                             : build_model(session.config.model, session.config.seed);
   model->to(options.device);
   model->train();
-  auto optimizer = make_optimizer(*model, config.train);
+  optimizer = make_optimizer(*model, session.config.train);
   if (options.resume) load_optimizer(options.output, *model, *optimizer);
-  if (communicator) {
+  if (session.communicator) {
     // The same weights everywhere: rank 0's (a seed gives the same weights on a CPU, not
     // necessarily on every GPU), then gradient hooks for the buckets.
     std::vector<torch::Tensor> parameters;
@@ -244,16 +271,159 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> data;
       for (const auto& p : parameters) data.push_back(p.data());
-      communicator->broadcast(data, "the broadcast of rank 0's weights");
+      session.communicator->broadcast(data, "the broadcast of rank 0's weights");
     }
-    communicator->install_gradient_hooks(parameters);
+    session.communicator->install_gradient_hooks(parameters);
+  }
+  return model;
+}
+
+/// The run's provenance with the loss plan it trains with in sg-train's "key=value" lines, as
+/// /config names it, not the "auto" it was asked for: a resumed run's file is then the
+/// uninterrupted one's, bit for bit.
+Provenance with_loss_plan(Provenance provenance, const std::string& plan) {
+  for (size_t line = 0; line < provenance.config.size();) {
+    const size_t end = std::min(provenance.config.find('\n', line), provenance.config.size());
+    if (provenance.config.compare(line, 10, "loss_plan=") == 0) {
+      provenance.config.replace(line, end - line, "loss_plan=" + plan);
+      break;
+    }
+    line = end + 1;
+  }
+  return provenance;
+}
+
+/// --log-json: the curves as JSON Lines appended to a file, one line a step.
+class JsonLog {
+ public:
+  explicit JsonLog(const std::string& path) : path_(path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::app);
+    if (!out_) throw OutputError("cannot open " + path + " for the JSON log (--log-json)");
+  }
+  void write(const nlohmann::ordered_json& record) {
+    if (!out_.is_open()) return;
+    out_ << record.dump() << "\n" << std::flush;
+    if (!out_) throw OutputError("cannot write the JSON log " + path_);
+  }
+  /// A number, or null for NaN and infinities (JSON has neither).
+  static nlohmann::ordered_json number(double x) {
+    return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
   }
 
-  std::string name = options.name.empty() ? config.tier + "/" + config.model.arm.name() + "/" + std::to_string(config.seed)
-                                          : options.name;
-  for (const auto& [key, value] : state.labels)
-    if (key == kRunKey && options.name.empty()) name = value;
-  const std::string prefix = "sg-train [" + name + "] ";
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+/// The progress lines: throughput since the last line, and the time left.
+class Progress {
+ public:
+  Progress(const TrainConfig& train, int64_t tokens_per_step, double interval)
+      : train_(train), tokens_per_step_(tokens_per_step), interval_(interval) {}
+
+  void add_step(double seconds) {
+    ++steps_;
+    train_seconds_ += seconds;
+    window_seconds_ += seconds;
+    ++window_steps_;
+  }
+  void add_evaluation(double seconds) { eval_batch_seconds_ = seconds / static_cast<double>(train_.eval_batches); }
+  int64_t steps() const { return steps_; }
+  /// Whether a periodic line is due (evaluations always print one).
+  bool due() const { return interval_ > 0 && seconds_since(last_line_) >= interval_; }
+
+  /// Time left: the steps at this invocation's mean step time, plus the evaluation batches still
+  /// to come (every eval_interval steps and at the last, then final_eval_batches) at the measured
+  /// time of one (before the first evaluation: a third of a step, a forward pass's share).
+  double eta(int64_t step, bool finished) const {
+    const auto& t = train_;
+    const double per_step = steps_ > 0 ? train_seconds_ / static_cast<double>(steps_) : 0;
+    const int64_t evals = t.iterations / t.eval_interval - step / t.eval_interval +
+                          (t.iterations % t.eval_interval != 0 && step < t.iterations ? 1 : 0);
+    const double per_eval_batch = eval_batch_seconds_ >= 0 ? eval_batch_seconds_ : per_step / 3;
+    const int64_t eval_batches = evals * t.eval_batches + (finished ? 0 : t.final_eval_batches);
+    return static_cast<double>(t.iterations - step) * per_step + static_cast<double>(eval_batches) * per_eval_batch;
+  }
+
+  /// "PREFIX step S/N  loss L  [val V]  lr R  T tok/s  eta H:MM:SS", then a new window.
+  std::string line(const std::string& prefix, int64_t step, double train_loss, bool evaluated, double val, double lr,
+                   bool finished) {
+    const double rate = static_cast<double>(window_steps_ * tokens_per_step_) / window_seconds_;
+    std::ostringstream out;
+    out.precision(4);
+    out << std::fixed << prefix << "step " << step << "/" << train_.iterations << "  loss " << train_loss;
+    if (evaluated) out << "  val " << val;
+    out << "  lr " << std::scientific << std::setprecision(2) << lr << std::fixed << std::setprecision(0) << "  "
+        << rate << " tok/s  eta " << format_duration(eta(step, finished));
+    window_seconds_ = 0;
+    window_steps_ = 0;
+    last_line_ = Clock::now();
+    return out.str();
+  }
+
+ private:
+  const TrainConfig& train_;
+  int64_t tokens_per_step_;
+  double interval_;
+  int64_t steps_ = 0;
+  double train_seconds_ = 0;       // optimizer steps of this invocation, evaluations excluded
+  double window_seconds_ = 0;      // since the last progress line
+  int64_t window_steps_ = 0;
+  double eval_batch_seconds_ = -1;  // measured at the first evaluation
+  Clock::time_point last_line_ = Clock::now();
+};
+
+/// The forward and backward passes of one optimizer step over this rank's windows; returns the
+/// step's mean loss (over every rank) and the stop signal any rank received (0: none). The
+/// gradients are left for the optimizer.
+std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, const TokenFile& tokens,
+                                        const TrainOptions& options, const StopSignals& signals) {
+  const auto& config = session.config;
+  const auto& t = config.train;
+  const int64_t step = session.state.step;
+  // Summed on the device and read once per step: a read per micro-batch would make the host
+  // wait for the GPU instead of queueing the next micro-batch's kernels.
+  // This rank's windows of the step (all of them in one process), each chunk's mean loss
+  // weighted by its share of the batch; in one process each weight is 1/accumulation exactly.
+  torch::Tensor loss_sum;
+  const auto chunks = rank_chunks(t, step, session.rank, session.world);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const auto [first, count] = chunks[c];
+    const auto batch = sample_batch(tokens, Split::train, config.seed, first, count, config.model.block_size);
+    if (session.communicator && c + 1 == chunks.size()) session.communicator->arm();  // the gradients of this pass are summed
+    AutocastGuard autocast(options.device);
+    auto loss = model.loss(batch.inputs.to(options.device), batch.targets.to(options.device));
+    const double weight = static_cast<double>(t.batch()) / static_cast<double>(count);
+    (loss / weight).backward();
+    const auto value = loss.detach().to(torch::kDouble) / weight;
+    loss_sum = loss_sum.defined() ? loss_sum + value : value;
+  }
+  if (session.communicator) session.communicator->finish();
+  // Every rank's loss and whether it was asked to stop, in one reduction: the ranks stay in step.
+  int signal_seen = signals.received();
+  if (session.communicator) {
+    std::vector<torch::Tensor> shared{
+        torch::stack({loss_sum, torch::full({}, static_cast<double>(signal_seen), loss_sum.options())})};
+    session.communicator->all_reduce_sum(shared, "the loss all-reduce");
+    loss_sum = shared[0][0];
+    if (signal_seen == 0 && shared[0][1].item<double>() > 0) signal_seen = SIGTERM;
+  }
+  return {loss_sum.item<double>(), signal_seen};
+}
+
+}  // namespace
+
+TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
+  const auto tokens = TokenFile::open(options.token_file);
+  Session session = open_session(config_in, options, tokens);
+  auto& config = session.config;
+  auto& state = session.state;
+  Communicator* communicator = session.communicator.get();
+  const std::string& prefix = session.prefix;
+  std::unique_ptr<FusedAdamW> optimizer;
+  GPT model = prepare_model(session, options, optimizer);
+
   const auto& t = config.train;
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
   {
@@ -262,101 +432,36 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
          << " x " << t.accumulation << " sequences of " << config.model.block_size << "), " << t.iterations - state.step
          << " steps to go";
     if (communicator)
-      line << "; " << world << " ranks (" << options.distributed.launcher << "), " << t.batch() / world
+      line << "; " << session.world << " ranks (" << options.distributed.launcher << "), " << t.batch() / session.world
            << " sequences each a step";
     log::info(line.str());
   }
-  const LossPlan loss_plan = fix_loss_plan(config, options, recorded_plan, communicator.get(), prefix);
+  const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, prefix);
   config.train.loss_plan = loss_plan_text(loss_plan);
   state.config.train.loss_plan = config.train.loss_plan;
   model->set_loss_plan(loss_plan);
-  // The provenance's configuration (sg-train's "key=value" lines) names the plan the run trains
-  // with, as /config does, not the "auto" it was asked for: a resumed run's file is then the
-  // uninterrupted one's, bit for bit.
-  Provenance provenance = options.provenance;
-  for (size_t line = 0; line < provenance.config.size();) {
-    const size_t end = std::min(provenance.config.find('\n', line), provenance.config.size());
-    if (provenance.config.compare(line, 10, "loss_plan=") == 0) {
-      provenance.config.replace(line, end - line, "loss_plan=" + config.train.loss_plan);
-      break;
-    }
-    line = end + 1;
-  }
+  const Provenance provenance = with_loss_plan(options.provenance, config.train.loss_plan);
   // Rank 0 writes; every rank waits for the file, so that none runs ahead of a checkpoint.
   auto save = [&] {
-    if (writer) save_run(options.output, /*force=*/true, *model, optimizer.get(), state, provenance);
+    if (session.writer) save_run(options.output, /*force=*/true, *model, optimizer.get(), state, provenance);
     if (communicator) communicator->barrier("the barrier after a checkpoint");
   };
   if (!options.resume) {
-    if (writer) h5::check_writable(options.output, options.force);
+    if (session.writer) h5::check_writable(options.output, options.force);
     save();  // an initial checkpoint: the output exists and is valid from the start
   }
 
-  std::ofstream json_log;
-  if (!options.log_json.empty()) {
-    json_log.open(options.log_json, std::ios::app);
-    if (!json_log) throw OutputError("cannot open " + options.log_json + " for the JSON log (--log-json)");
-  }
-  auto write_json = [&](nlohmann::ordered_json record) {
-    if (!json_log.is_open()) return;
-    json_log << record.dump() << "\n" << std::flush;
-    if (!json_log) throw OutputError("cannot write the JSON log " + options.log_json);
-  };
-  auto finite = [](double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); };
-
+  JsonLog json(options.log_json);
   StopSignals signals;
   const auto start = Clock::now();
   const int64_t first_step = state.step;
-  int64_t steps_this_run = 0;
-  double train_seconds = 0;       // optimizer steps of this invocation, evaluations excluded
-  double window_seconds = 0;      // since the last progress line
-  int64_t window_steps = 0;
-  double eval_batch_seconds = -1;  // measured at the first evaluation
-  auto last_line = Clock::now();
-  // Time left: the steps at this invocation's mean step time, plus the evaluation batches still to
-  // come (every eval_interval steps and at the last, then final_eval_batches) at the measured
-  // time of one (before the first evaluation: a third of a step, a forward pass's share).
-  auto eta = [&](int64_t step) {
-    const double per_step = steps_this_run > 0 ? train_seconds / static_cast<double>(steps_this_run) : 0;
-    const int64_t evals = t.iterations / t.eval_interval - step / t.eval_interval +
-                          (t.iterations % t.eval_interval != 0 && step < t.iterations ? 1 : 0);
-    const double per_eval_batch = eval_batch_seconds >= 0 ? eval_batch_seconds : per_step / 3;
-    const int64_t eval_batches = evals * t.eval_batches + (state.finished ? 0 : t.final_eval_batches);
-    return static_cast<double>(t.iterations - step) * per_step + static_cast<double>(eval_batches) * per_eval_batch;
-  };
+  Progress progress(t, tokens_per_step, options.log_interval);
   while (state.step < t.iterations && !state.finished) {
     const auto step_start = Clock::now();
     const double lr = learning_rate(t, state.step);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
-    // Summed on the device and read once per step: a read per micro-batch would make the host
-    // wait for the GPU instead of queueing the next micro-batch's kernels.
-    // This rank's windows of the step (all of them in one process), each chunk's mean loss
-    // weighted by its share of the batch; in one process each weight is 1/accumulation exactly.
-    torch::Tensor loss_sum;
-    const auto chunks = rank_chunks(t, state.step, rank, world);
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      const auto [first, count] = chunks[c];
-      const auto batch = sample_batch(tokens, Split::train, config.seed, first, count, config.model.block_size);
-      if (communicator && c + 1 == chunks.size()) communicator->arm();  // the gradients of this pass are summed
-      AutocastGuard autocast(options.device);
-      auto loss = model->loss(batch.inputs.to(options.device), batch.targets.to(options.device));
-      const double weight = static_cast<double>(t.batch()) / static_cast<double>(count);
-      (loss / weight).backward();
-      const auto value = loss.detach().to(torch::kDouble) / weight;
-      loss_sum = loss_sum.defined() ? loss_sum + value : value;
-    }
-    if (communicator) communicator->finish();
-    // Every rank's loss and whether it was asked to stop, in one reduction: the ranks stay in step.
-    int signal_seen = signals.received();
-    if (communicator) {
-      std::vector<torch::Tensor> shared{
-          torch::stack({loss_sum, torch::full({}, static_cast<double>(signal_seen), loss_sum.options())})};
-      communicator->all_reduce_sum(shared, "the loss all-reduce");
-      loss_sum = shared[0][0];
-      if (signal_seen == 0 && shared[0][1].item<double>() > 0) signal_seen = SIGTERM;
-    }
-    const double train_loss = loss_sum.item<double>();
+    const auto [train_loss, signal] = forward_backward(*model, session, tokens, options, signals);
     if (!std::isfinite(train_loss))
       throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
                              " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",
@@ -365,55 +470,38 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     if (options.device.is_cuda()) torch::cuda::synchronize();
     const double step_seconds = seconds_since(step_start);
     ++state.step;
-    ++steps_this_run;
+    progress.add_step(step_seconds);
     state.data_position = state.step * t.batch();
     state.tokens_seen += tokens_per_step;
-    train_seconds += step_seconds;
-    window_seconds += step_seconds;
-    ++window_steps;
     state.curves.step.push_back(state.step);
     state.curves.train_loss.push_back(train_loss);
     state.curves.lr.push_back(lr);
     state.curves.tokens_per_second.push_back(static_cast<double>(tokens_per_step) / step_seconds);
-    nlohmann::ordered_json record = {{"run", name},
+    nlohmann::ordered_json record = {{"run", session.name},
                                      {"step", state.step},
-                                     {"train_loss", finite(train_loss)},
+                                     {"train_loss", JsonLog::number(train_loss)},
                                      {"lr", lr},
-                                     {"tokens_per_second", finite(static_cast<double>(tokens_per_step) / step_seconds)}};
+                                     {"tokens_per_second", JsonLog::number(static_cast<double>(tokens_per_step) / step_seconds)}};
 
     const bool last = state.step == t.iterations;
     const bool evaluate = state.step % t.eval_interval == 0 || last;
     double val = std::nan("");
     if (evaluate) {
       const auto eval_start = Clock::now();
-      val = validation_loss(*model, tokens, config, t.eval_batches, options.device, communicator.get());
-      eval_batch_seconds = seconds_since(eval_start) / static_cast<double>(t.eval_batches);
+      val = validation_loss(*model, tokens, config, t.eval_batches, options.device, communicator);
+      progress.add_evaluation(seconds_since(eval_start));
       state.curves.val_step.push_back(state.step);
       state.curves.val_loss.push_back(val);
-      record["val_loss"] = finite(val);
+      record["val_loss"] = JsonLog::number(val);
     }
-    write_json(record);
-    const bool periodic = options.log_interval > 0 && seconds_since(last_line) >= options.log_interval;
-    if (evaluate || periodic) {
-      const double rate = static_cast<double>(window_steps * tokens_per_step) / window_seconds;
-      std::ostringstream line;
-      line.precision(4);
-      line << std::fixed << prefix << "step " << state.step << "/" << t.iterations << "  loss " << train_loss;
-      if (evaluate) line << "  val " << val;
-      line << "  lr " << std::scientific << std::setprecision(2) << lr << std::fixed << std::setprecision(0) << "  "
-           << rate << " tok/s  eta " << format_duration(eta(state.step));
-      log::info(line.str());
-      window_seconds = 0;
-      window_steps = 0;
-      last_line = Clock::now();
-    }
+    json.write(record);
+    if (evaluate || progress.due()) log::info(progress.line(prefix, state.step, train_loss, evaluate, val, lr, state.finished));
     if (last) {
-      state.final_val_loss = validation_loss(*model, tokens, config, t.final_eval_batches, options.device, communicator.get());
+      state.final_val_loss = validation_loss(*model, tokens, config, t.final_eval_batches, options.device, communicator);
       state.finished = true;
-      write_json({{"run", name}, {"step", state.step}, {"final_val_loss", finite(state.final_val_loss)}});
+      json.write({{"run", session.name}, {"step", state.step}, {"final_val_loss", JsonLog::number(state.final_val_loss)}});
     }
-    const bool stop = options.stop_after > 0 && steps_this_run >= options.stop_after;
-    const int signal = signal_seen;
+    const bool stop = options.stop_after > 0 && progress.steps() >= options.stop_after;
     if (communicator && (last || stop || signal)) check_same_weights(*model, *communicator, state.step);
     if (state.step % t.checkpoint_interval == 0 || last || stop || signal) save();
     if (signal && !state.finished)
