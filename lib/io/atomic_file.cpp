@@ -91,17 +91,21 @@ void write_text(const std::string& path, const std::string& text, bool force) {
     errno = 0;
     std::cout << text << std::flush;
     if (!std::cout && errno == EPIPE) throw ReaderGone();
-    if (!std::cout) throw OutputError("cannot write to stdout");
+    if (!std::cout)
+      throw OutputError(std::string("cannot write to stdout") + (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
     return;
   }
   const std::string temporary = temporary_for(path);
   {
+    errno = 0;
     std::ofstream out(temporary, std::ios::binary);
     out << text;
     out.close();
     if (!out) {
+      const int error = errno;
       std::remove(temporary.c_str());
-      throw OutputError("cannot write " + temporary);
+      throw OutputError("cannot write " + path + " (through " + temporary + ")" +
+                        (error != 0 ? ": " + std::string(std::strerror(error)) : ""));
     }
   }
   try {

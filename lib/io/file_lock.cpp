@@ -17,9 +17,26 @@ namespace sg {
 FileLock::FileLock(const std::string& path) : lock_path_(path + ".lock") {
   if (path == "-") return;
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a link: in a shared folder anyone can plant OUTPUT.lock as a symbolic link (or
+    // a hard link) to a file of ours, which truncating and writing our pid would destroy.
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno == ELOOP)
+      throw OutputError("the lock file " + lock_path_ + " is a symbolic link; sinkgate does not write through one",
+                        "remove it if you made it (someone else may have planted it to have a file overwritten)");
     if (fd < 0)
       throw OutputError("cannot create the lock file " + lock_path_ + ": " + std::strerror(errno));
+    struct stat opened {};
+    if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_nlink != 1 ||
+        opened.st_uid != ::geteuid()) {
+      const bool regular = S_ISREG(opened.st_mode);
+      ::close(fd);
+      throw OutputError("the lock file " + lock_path_ + " is " +
+                            (!regular                   ? std::string("not a regular file")
+                             : opened.st_nlink != 1    ? std::string("a hard link to another file")
+                                                       : std::string("owned by another user")) +
+                            "; sinkgate writes its pid only into a lock file of its own",
+                        "remove it if it is stale and yours to remove, or write to another file");
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       char buffer[32] = {};
       const auto got = ::pread(fd, buffer, sizeof buffer - 1, 0);
@@ -32,7 +49,7 @@ FileLock::FileLock(const std::string& path) : lock_path_(path + ".lock") {
     // The holder before us may have removed the file between our open and our lock: then we hold
     // a lock on a name nobody else sees. Keep it only if the path still names our file.
     struct stat ours {}, named {};
-    if (::fstat(fd, &ours) == 0 && ::stat(lock_path_.c_str(), &named) == 0 && ours.st_dev == named.st_dev &&
+    if (::fstat(fd, &ours) == 0 && ::lstat(lock_path_.c_str(), &named) == 0 && ours.st_dev == named.st_dev &&
         ours.st_ino == named.st_ino) {
       const std::string pid = std::to_string(::getpid());
       if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <type_traits>
 
 #include "lib/base/error.h"
@@ -312,13 +313,30 @@ std::pair<std::string, std::string> split_parent(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-/// Removes the temporary copy of stdin at exit.
-struct StdinCopy {
-  std::string path;
-  ~StdinCopy() {
-    if (!path.empty()) std::remove(path.c_str());
+/// The temporary copies of stdin and of pipes, by the name given; removed at exit.
+struct StreamCopies {
+  std::map<std::string, std::string> paths;
+  ~StreamCopies() {
+    for (const auto& [name, path] : paths) std::remove(path.c_str());
   }
 };
+
+/// Copies a stream (stdin, or an opened pipe) into a new temporary file; returns its size.
+size_t copy_stream(FILE* in, const std::string& temporary, const std::string& name) {
+  FILE* out = std::fopen(temporary.c_str(), "wb");
+  if (!out) throw InputError("cannot copy " + name + " to " + temporary);
+  std::vector<char> buffer(1 << 20);
+  size_t got = 0, total = 0;
+  bool ok = true;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), in)) > 0) {
+    ok = ok && std::fwrite(buffer.data(), 1, got, out) == got;
+    total += got;
+  }
+  ok = ok && !std::ferror(in);
+  ok = (std::fclose(out) == 0) && ok;
+  if (!ok) throw InputError("cannot copy " + name + " to " + temporary);
+  return total;
+}
 
 }  // namespace
 
@@ -383,27 +401,30 @@ void check_writable(const std::string& path, bool force, const std::vector<std::
 }
 
 std::string resolve_input(const std::string& path) {
-  if (path != "-") return path;
-  static StdinCopy copy;
-  if (!copy.path.empty()) return copy.path;
+  static StreamCopies copies;
+  if (const auto found = copies.paths.find(path); found != copies.paths.end()) return found->second;
+  if (path != "-") {
+    // A pipe (a FIFO, or process substitution's /dev/fd/N) can be read once: it is copied on the
+    // first call, so that hashing it and reading it see the same bytes. A device (/dev/zero,
+    // /dev/urandom, a terminal) is no input file: it never ends, or is not data.
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return path;
+    if (!S_ISFIFO(info.st_mode) && !S_ISSOCK(info.st_mode))
+      throw InputError(path + ": a device, not a file", "give a regular file, a folder, a pipe or '-' (stdin)");
+    const std::string temporary = make_temporary("sinkgate-pipe");
+    copies.paths[path] = temporary;
+    FILE* in = std::fopen(path.c_str(), "rb");
+    if (!in) throw InputError(path + ": cannot open for reading: " + std::strerror(errno));
+    copy_stream(in, temporary, path);
+    std::fclose(in);
+    return temporary;
+  }
   if (isatty(STDIN_FILENO))
     throw InputError("stdin is a terminal, but '-' asks to read an input from it",
                      "pipe a file in, e.g. 'sg-pairdiff runs/*.h5 | sg-tabulate -'");
   const std::string temporary = make_temporary("sinkgate-stdin");
-  copy.path = temporary;
-  FILE* out = std::fopen(temporary.c_str(), "wb");
-  if (!out) throw InputError("cannot copy stdin to " + temporary);
-  std::vector<char> buffer(1 << 20);
-  size_t got = 0, total = 0;
-  bool ok = true;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), stdin)) > 0) {
-    ok = ok && std::fwrite(buffer.data(), 1, got, out) == got;
-    total += got;
-  }
-  ok = ok && !std::ferror(stdin);
-  ok = (std::fclose(out) == 0) && ok;
-  if (!ok) throw InputError("cannot copy stdin to " + temporary);
-  if (total == 0)
+  copies.paths[path] = temporary;
+  if (copy_stream(stdin, temporary, "stdin") == 0)
     throw InputError("no input: stdin is empty, but '-' asks to read an input from it",
                      "did the previous command in the pipe fail? Its error is printed above");
   return temporary;

@@ -32,9 +32,11 @@ std::string to_string(Dtype dtype);
 /// `inputs`: writing it would destroy an input (--force or not). Call it before any expensive work.
 void check_writable(const std::string& path, bool force, const std::vector<std::string>& inputs = {});
 
-/// The path a reader should open for `path`: itself, or for "-" a temporary copy of stdin, made on
-/// the first call and removed at exit (so "-" can be read, and hashed, more than once).
-/// Throws InputError when stdin is a terminal, cannot be read or is empty (an upstream failure).
+/// The path a reader should open for `path`: itself, or for "-" a temporary copy of stdin, and for
+/// a pipe (a FIFO, process substitution's /dev/fd/N) a temporary copy of it, made on the first
+/// call and removed at exit (so that the input can be read, and hashed, more than once and gives
+/// the same bytes each time). Throws InputError when stdin is a terminal, cannot be read or is
+/// empty (an upstream failure), or when `path` is a device (/dev/zero never ends).
 std::string resolve_input(const std::string& path);
 
 /// The name of `path` in messages: "stdin" for "-", else the path.

@@ -56,6 +56,20 @@ void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim:
   writer.commit();
 }
 
+namespace {
+
+/// sinkgate writes weights and optimizer moments in float32 only; anything else is a file edited
+/// or written by another program, refused rather than converted (a float64 moment made the
+/// optimizer's step fail inside LibTorch).
+void require_float32(const torch::Tensor& tensor, const std::string& path, const std::string& name) {
+  if (tensor.scalar_type() != torch::kFloat)
+    throw InputError(path + ": /" + name + " is stored as " + std::string(c10::toString(tensor.scalar_type())) +
+                         ", but run files hold float32 tensors",
+                     "the run file was written or edited by another program");
+}
+
+}  // namespace
+
 GPT load_model(const std::string& path, const torch::Device& device) {
   const auto state = read_run_state(path);
   const auto root = h5::File::open(path);
@@ -65,13 +79,14 @@ GPT load_model(const std::string& path, const torch::Device& device) {
     const std::string name = "model/" + item.key();
     require(root, name, path);
     const auto stored = read_tensor(root, name);
+    require_float32(stored, path, name);
     if (stored.sizes() != item.value().sizes())
       throw InputError(path + ": parameter '" + item.key() + "' has shape " + c10::str(stored.sizes()) +
                        ", the configuration implies " + c10::str(item.value().sizes()));
     if (!all_finite(stored))  // sinkgate never writes them (save_checkpoint)
       throw InputError(path + ": parameter '" + item.key() + "' holds non-finite values (NaN or infinity)",
                        "the run file is damaged");
-    item.value().copy_(stored.to(torch::kFloat));
+    item.value().copy_(stored);
   }
   model->to(device);
   return model;
@@ -106,6 +121,7 @@ void load_optimizer(const std::string& path, GPTImpl& model, torch::optim::AdamW
     state->step(step);
     for (const char* moment : {"exp_avg", "exp_avg_sq"}) {
       const auto tensor = read_tensor(group, moment);
+      require_float32(tensor, path, name + "/" + moment);
       if (tensor.sizes() != item.value().sizes())
         throw InputError(path + ": /" + name + "/" + moment + " has shape " + shape_text(tensor) + ", but " +
                          item.key() + " has " + shape_text(item.value()), "the run file is damaged");

@@ -28,3 +28,18 @@ set_tests_properties("cli: sg-tokenize reads a pipe, a redirect and JSON Lines o
                      PROPERTIES PASS_REGULAR_EXPRESSION "same-corpus")
 list(APPEND SG_CORPUS_TESTS "cli: sg-tokenize the tutorial (fixture)"
   "cli: sg-tokenize reads a pipe, a redirect and JSON Lines on stdin as it reads the file")
+
+# A pipe is read once: hashing it for the provenance and tokenising it see the same bytes (a FIFO
+# and bash's process substitution give the same tokens as the file); a device is refused.
+add_test(NAME "cli: sg-tokenize reads a FIFO and a process substitution once, as it reads the file"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/fifo'; rm -rf \"$d\"; mkdir -p \"$d\"; \
+tok=$<TARGET_FILE:sg-tokenize>; t='${SG_CORPUS}/introduction.rst.txt'; info=$<TARGET_FILE:sg-info>; \
+$tok \"$t\" --val-tokens 100 --log-level error -o \"$d/file.h5\"; \
+mkfifo \"$d/pipe\"; cat \"$t\" > \"$d/pipe\" & $tok \"$d/pipe\" --val-tokens 100 --log-level error -o \"$d/fifo.h5\"; wait; \
+$tok <(cat \"$t\") --val-tokens 100 --log-level error -o \"$d/subst.h5\"; \
+for f in file fifo subst; do $info \"$d/$f.h5\" | grep -E '^ +(training|validation) split'; done | sort | uniq -c; \
+if $tok /dev/zero -o \"$d/zero.h5\" 2>&1; then exit 1; fi")
+set_tests_properties("cli: sg-tokenize reads a FIFO and a process substitution once, as it reads the file" PROPERTIES
+  PASS_REGULAR_EXPRESSION "^ *3 +training split +[1-9][0-9]* tokens[^\n]*\n *3 +validation split +100 tokens[^\n]*\nsg-tokenize: error: /dev/zero: a device, not a file")
+list(APPEND SG_CORPUS_TESTS "cli: sg-tokenize reads a FIFO and a process substitution once, as it reads the file")
+

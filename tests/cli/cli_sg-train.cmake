@@ -122,6 +122,33 @@ set_tests_properties("cli: sg-train suggests the tier a typo meant" "cli: sg-tra
 set_tests_properties("cli: sg-train suggests the field and names the values of a range error" PROPERTIES
                      PASS_REGULAR_EXPRESSION "did you mean 'iterations'\\?.*warmup \\(50\\) must lie in \\[0, iterations \\(5\\)\\]")
 
+# Run files hold float32 tensors only: a weight or an optimizer moment rewritten as float64 (h5py)
+# is an input error naming the tensor, not a failure inside LibTorch's step (exit 1).
+if(SG_PYTHON)
+  add_test(NAME "cli: sg-train --resume refuses float64 weights and moments, naming the tensor"
+           COMMAND bash -c "set -uo pipefail; d='${SG_CLI_DATA}/float64'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+train=$<TARGET_FILE:sg-train>; t='${SG_CLI_DATA}/tokens.h5'; \
+$train --tokens $t --tier tiny --set iterations=4 --set warmup=1 --set eval_interval=4 --threads 1 --stop-after 1 --log-level error -o run.h5; \
+for what in model/wte.weight optimizer/wte.weight/exp_avg; do cp run.h5 \"w.h5\"; \
+${SG_PYTHON} -c \"import h5py, sys; f = h5py.File('w.h5', 'r+'); x = f[sys.argv[1]][...]; del f[sys.argv[1]]; f[sys.argv[1]] = x.astype('float64')\" $what; \
+$train --tokens $t --resume --threads 1 --log-level error -o w.h5 2>&1; echo \"exit $?\"; done")
+  set_tests_properties("cli: sg-train --resume refuses float64 weights and moments, naming the tensor" PROPERTIES
+    FIXTURES_REQUIRED sg_tokens
+    PASS_REGULAR_EXPRESSION "w.h5: /model/wte.weight is stored as Double, but run files hold float32 tensors.*\nexit 3\n.*w.h5: /optimizer/wte.weight/exp_avg is stored as Double, but run files hold float32 tensors.*\nexit 3")
+endif()
+
+# A lock file planted as a symbolic or hard link to another file is refused (exit 4), and the file
+# it points at keeps its bytes: in a shared folder a link would otherwise make sg-train overwrite it.
+add_test(NAME "cli: sg-train refuses a lock file that is a link and leaves its target alone"
+         COMMAND bash -c "set -uo pipefail; d='${SG_CLI_DATA}/lock-link'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+train=$<TARGET_FILE:sg-train>; t='${SG_CLI_DATA}/tokens.h5'; echo precious > victim.txt; \
+ln -s victim.txt run.h5.lock; $train --tokens $t --tier tiny --set iterations=1 --set warmup=0 --threads 1 -o run.h5 2>&1; echo \"exit $?\"; \
+rm run.h5.lock; ln victim.txt run.h5.lock; $train --tokens $t --tier tiny --set iterations=1 --set warmup=0 --threads 1 -o run.h5 2>&1; \
+echo \"exit $?\"; cat victim.txt; ls")
+set_tests_properties("cli: sg-train refuses a lock file that is a link and leaves its target alone" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "run.h5.lock is a symbolic link. sinkgate does not write through one.*\nexit 4\n.*run.h5.lock is a hard link to another file.*\nexit 4\nprecious\nrun.h5.lock\nvictim.txt\n$")
+
 # SIGTERM: the run checkpoints the step it is on and exits 6; resumed, it goes on. Meanwhile a
 # second sg-train on the same output is refused at once (exit 4, naming the holder's pid), and no
 # lock file is left behind.
