@@ -136,15 +136,13 @@ struct TaskData {
 
 /// The val task of one model: a run file's own final validation batches (what the wide table
 /// gives), or for a checkpoint folder windows of its context.
-sg::Metric val_metric(const Options& options, const std::string& path, const sg::LanguageModel& model,
-                      const torch::Device& device) {
+sg::Metric val_metric(const Options& options, const sg::LanguageModel& model, const torch::Device& device) {
   const auto tokens = sg::TokenFile::open(options.tokens);
   sg::Metric metric{"val", "loss", "all", 0.0, 0};
   if (!model.pretrained()) {
     const auto& state = model.run_state();
     const int64_t batches = options.batches > 0 ? options.batches : state.config.train.final_eval_batches;
-    auto run = sg::load_model(path, device);
-    metric.value = sg::validation_loss(*run, tokens, state.config, batches, device);
+    metric.value = sg::validation_loss(model.run_model(), tokens, state.config, batches, device);
     metric.n = batches * state.config.train.batch() * state.config.model.block_size;
   } else {
     const int64_t context = options.context > 0 ? options.context : std::min<int64_t>(model.context_length(), 1024);
@@ -210,7 +208,7 @@ void run_tasks(const Options& options, const std::vector<std::string>& tasks, co
         example_sources.resize(examples.rows(), path);
       }
     };
-    if (wants("val")) add({{val_metric(options, path, model, device)}, sg::example_table()});
+    if (wants("val")) add({{val_metric(options, model, device)}, sg::example_table()});
     // An example this model cannot score is named with the file it comes from.
     auto from = [](const std::string& file, const std::function<void()>& evaluate) {
       try {

@@ -3,10 +3,10 @@
 // Inputs: checkpoints — Hugging Face folders of GPT-2 or GPT-NeoX/Pythia models (config.json,
 // model.safetensors or shards, and the tokenizer files), or sg-train run files (any arm) — and a
 // text file (the paper: WikiText-2 validation, raw). Each checkpoint tokenises the text with its
-// own tokenizer (a run file: the GPT-2 vocabulary, or --tokenizer): the file is read as bytes and
+// own tokenizer (a run file: the GPT-2 vocabulary, or --vocab): the file is read as bytes and
 // encoded as one stream, with no normalisation, no end-of-text or BOS tokens and no regard for
 // document or line boundaries; the first --blocks consecutive, non-overlapping chunks of
-// --block-length tokens are the blocks, one forward pass each (--batch blocks at a time).
+// --block-length tokens are the blocks, one forward pass each (--batch-size blocks at a time).
 // For every head it recomputes attention weights and read norms |v_j|/sqrt(d) and measures sink
 // mass (first --sink-positions keys, plus a phantom or sink token), the position-0 read-norm
 // ratio, and the blind-mass ratio and content share of the quiet band at --percentiles

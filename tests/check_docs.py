@@ -43,8 +43,9 @@ def pages(root):
     return found
 
 
-def prose_lines(text):
-    """(line number, line) of the lines outside fenced code blocks, inline code blanked."""
+def prose_lines(text, blank_code=True):
+    """(line number, line) of the lines outside fenced code blocks; inline code blanked unless
+    blank_code is false (a heading's inline code is part of its anchor)."""
     inside = None
     for number, line in enumerate(text.splitlines(), 1):
         fence = FENCE.match(line)
@@ -55,7 +56,7 @@ def prose_lines(text):
                 inside = None
             continue
         if inside is None:
-            yield number, INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
+            yield number, INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line) if blank_code else line
 
 
 def slug(heading):
@@ -73,7 +74,7 @@ def anchors(path, cache={}):
         seen, result = {}, set()
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        for _, line in prose_lines_raw(text):
+        for _, line in prose_lines(text, blank_code=False):
             match = re.match(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$", line)
             if not match:
                 continue
@@ -85,21 +86,6 @@ def anchors(path, cache={}):
             result.add(name)
         cache[path] = result
     return cache[path]
-
-
-def prose_lines_raw(text):
-    """Like prose_lines, but headings keep their inline code (it is part of the anchor)."""
-    inside = None
-    for number, line in enumerate(text.splitlines(), 1):
-        fence = FENCE.match(line)
-        if fence:
-            if inside is None:
-                inside = fence.group(1)
-            elif fence.group(1) == inside:
-                inside = None
-            continue
-        if inside is None:
-            yield number, line
 
 
 def check_links(root, page, text, problems):

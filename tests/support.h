@@ -24,6 +24,25 @@
 
 namespace sg_test {
 
+/// Sets (or with nullptr unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1); else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
 /// True, after printing "SKIPPED: …" (ctest reports the test as skipped), when the tests' corpus
 /// (SG_TEST_CORPUS: the default corpus's tutorial/ folder) is missing on this machine.
 inline bool skip_without_corpus() {

@@ -284,6 +284,12 @@ std::vector<RankedToken> rank_tokens(const torch::Tensor& mean_gate, const torch
 
 namespace {
 
+/// Whether `probe` is among the options' probes and applies to the arm.
+bool asked(const ProbeOptions& options, const Arm& arm, Probe probe) {
+  return std::find(options.probes.begin(), options.probes.end(), probe) != options.probes.end() &&
+         probe_applies(probe, arm);
+}
+
 /// What every probe of one model shares: the arm's shape, the fixed batches, the options, the
 /// rows so far and the progress of the passes.
 struct ProbeRun {
@@ -296,9 +302,7 @@ struct ProbeRun {
   bool zero_option;
   ProbeResult& result;
   PassProgress& progress;
-  bool asked(Probe p) const {
-    return std::find(options.probes.begin(), options.probes.end(), p) != options.probes.end() && probe_applies(p, arm);
-  }
+  bool asked(Probe p) const { return sg::asked(options, arm, p); }
 };
 
 /// The accumulators of the telemetry probes, filled in one clean pass over the batches.
@@ -501,9 +505,7 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
                      std::to_string(options.sink_positions) + " sink position(s)");
   for (Probe p : options.probes)
     if (!probe_applies(p, arm)) result.skipped.push_back(p);
-  auto asked = [&](Probe p) {
-    return std::find(options.probes.begin(), options.probes.end(), p) != options.probes.end() && probe_applies(p, arm);
-  };
+  auto asked = [&](Probe p) { return sg::asked(options, arm, p); };
   const int64_t extra = arm.zero == ZeroOption::sinktoken ? 1 : 0;
   // Table 8's columns: clean, then each junk × cutoff × dose > 0.
   std::vector<OverrideColumn> columns{{std::nullopt}};

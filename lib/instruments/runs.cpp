@@ -20,8 +20,7 @@ std::vector<MeasuredRun> open_runs(const std::vector<std::string>& paths, const 
     if (checks.tokens) {
       check_vocabulary_fits(*checks.tokens, config.model, "the model of " + run.path);
       if (!checks.token_sha256.empty())
-        check_token_file(run.state, run.path, checks.tokens->path(), checks.token_sha256, checks.allow_other_tokens,
-                         log::tool());
+        check_token_file(run.state, run.path, checks.tokens->path(), checks.token_sha256, checks.allow_other_tokens);
     }
     if (checks.check) checks.check(run);
     runs.push_back(std::move(run));
@@ -39,7 +38,7 @@ void measure_runs(const std::vector<MeasuredRun>& runs, const torch::Device& dev
   std::vector<std::vector<std::pair<std::string, std::string>>> keys;  // per row
   std::vector<std::string> sources;                                     // per row
   for (const auto& run : runs) {
-    auto model = load_model(run.path, device);
+    auto model = load_model(run.path, run.state.config, device);
     measure(run, *model);
     keys.resize(table.rows(), run_keys(run.path, run.state));
     sources.resize(table.rows(), run.path);

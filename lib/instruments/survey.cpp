@@ -60,7 +60,7 @@ void check_vocabulary(const torch::Tensor& blocks, int64_t vocab_size, const std
 
 void SurveyOptions::validate() const {
   if (sink_positions < 1) throw UsageError("--sink-positions must be at least 1");
-  if (batch < 1) throw UsageError("--batch must be at least 1");
+  if (batch < 1) throw UsageError("--batch-size must be at least 1");
   if (percentiles.empty()) throw UsageError("--percentiles needs at least one percentile");
   for (auto q : percentiles)
     if (q <= 0 || q >= 100) throw UsageError("percentile " + std::to_string(q) + " is not in (0, 100)");
@@ -339,7 +339,7 @@ void survey_checkpoint(const std::string& path, const std::string& text, const S
   } else {
     auto model = load_model(path, device);
     const auto& c = model->config();
-    check_vocabulary(blocks, c.vocab_size, vocabulary, "give the vocabulary the run was trained with (--tokenizer)");
+    check_vocabulary(blocks, c.vocab_size, vocabulary, "give the vocabulary the run was trained with (--vocab)");
     info.family = "sinkgate";
     info.arm = c.arm.name();
     info.parameters = model->parameter_count();

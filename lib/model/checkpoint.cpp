@@ -71,9 +71,12 @@ void require_float32(const torch::Tensor& tensor, const std::string& path, const
 }  // namespace
 
 GPT load_model(const std::string& path, const torch::Device& device) {
-  const auto state = read_run_state(path);
+  return load_model(path, read_run_state(path).config, device);
+}
+
+GPT load_model(const std::string& path, const RunConfig& config, const torch::Device& device) {
   const auto root = h5::File::open(path);
-  GPT model = build_model(state.config.model, state.config.seed);
+  GPT model = build_model(config.model, config.seed);
   torch::NoGradGuard no_grad;
   for (auto& item : model->named_parameters()) {
     const std::string name = "model/" + item.key();

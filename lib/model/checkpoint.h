@@ -26,6 +26,8 @@ void save_run(const std::string& path, bool force, GPTImpl& model, torch::optim:
 
 /// Rebuilds the model of a run file and loads its weights (float32) onto `device`.
 GPT load_model(const std::string& path, const torch::Device& device);
+/// The same, for a run whose configuration the caller has read already (read_run_state).
+GPT load_model(const std::string& path, const RunConfig& config, const torch::Device& device);
 
 /// Restores the AdamW moments and step counts of a run file into `optimizer`, whose parameters
 /// must be those of `model`.

@@ -71,7 +71,7 @@ LanguageModel LanguageModel::load(const std::string& path, const torch::Device& 
     model.name_ = default_model_name(path);
   } else {
     model.run_state_ = std::make_shared<RunState>(read_run_state(path));
-    model.run_ = load_model(path, device).ptr();
+    model.run_ = load_model(path, model.run_state_->config, device).ptr();
     model.run_->eval();
     const auto& c = model.run_state_->config;
     model.name_ = c.tier + "/" + c.model.arm.name() + "/" + std::to_string(c.seed);
@@ -79,8 +79,8 @@ LanguageModel LanguageModel::load(const std::string& path, const torch::Device& 
   if (model.tokenizer_->vocab_size() > model.vocab_size())
     throw InputError(model.vocabulary_ + ": has " + std::to_string(model.tokenizer_->vocab_size()) +
                          " token ids, more than the vocabulary of " + std::to_string(model.vocab_size()) + " of " + path,
-                     folder ? "use the checkpoint's own tokenizer (leave out --tokenizer)"
-                            : "give the vocabulary the run was trained with (--tokenizer)");
+                     folder ? "use the checkpoint's own tokenizer (leave out --vocab)"
+                            : "give the vocabulary the run was trained with (--vocab)");
   return model;
 }
 
@@ -104,6 +104,11 @@ LanguageModel LanguageModel::wrap(GPT model, const RunConfig& config, const std:
 const RunState& LanguageModel::run_state() const {
   if (!run_state_) throw UsageError(path_ + " is a pretrained checkpoint, not a run file");
   return *run_state_;
+}
+
+GPTImpl& LanguageModel::run_model() const {
+  if (!run_) throw UsageError(path_ + " is a pretrained checkpoint, not a run file");
+  return *run_;
 }
 
 std::string LanguageModel::family() const { return pretrained_ ? pretrained_->config().model_type() : "sinkgate"; }

@@ -55,6 +55,9 @@ class LanguageModel {
   bool pretrained() const { return pretrained_ != nullptr; }
   /// The run's state (configuration, step); only for run files (UsageError otherwise).
   const RunState& run_state() const;
+  /// The run's model, for what needs the training-side interface (validation_loss); only for run
+  /// files (UsageError otherwise).
+  GPTImpl& run_model() const;
   /// The run file or folder as given.
   const std::string& path() const { return path_; }
   /// The folder's base name, or a run's tier/arm/seed.

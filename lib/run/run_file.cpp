@@ -102,7 +102,7 @@ RunState read_run_state(const std::string& path) {
 }
 
 void check_token_file(const RunState& state, const std::string& run_path, const std::string& token_path,
-                      const std::string& token_sha256, bool allow_other, const std::string& tool) {
+                      const std::string& token_sha256, bool allow_other) {
   if (state.token_file_hash.empty() || token_sha256.empty() || state.token_file_hash == token_sha256) return;
   const std::string message = run_path + " was trained on " + state.token_file + " (sha256 " +
                               state.token_file_hash.substr(0, 12) + "…), not on " + token_path + " (sha256 " +

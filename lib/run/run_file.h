@@ -61,9 +61,9 @@ void write_run_contents(h5::Group& root, const RunState& state, const Provenance
 /// Checks that `token_path` (with SHA-256 `token_sha256`) is the token file the run in `run_path`
 /// was trained on, by the hash the run file stores (nothing to check when it stores none: files of
 /// older versions). A different file is an InputError naming both and their hashes, unless
-/// `allow_other`; then `tool` logs a warning.
+/// `allow_other`; then a warning (log::warn).
 void check_token_file(const RunState& state, const std::string& run_path, const std::string& token_path,
-                      const std::string& token_sha256, bool allow_other, const std::string& tool);
+                      const std::string& token_sha256, bool allow_other);
 
 /// Reads the configuration, state and curves of a run file, checked as strictly as a command
 /// line (a damaged file fails here, naming itself and the field). Throws InputError.

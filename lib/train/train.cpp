@@ -241,7 +241,7 @@ Session open_session(const RunConfig& config_in, const TrainOptions& options, co
   // The token file's SHA-256, as the provenance block hashed it (hashing a large file twice costs).
   const std::string token_sha256 = options.provenance.sha256_of(options.token_file);
   if (options.resume)
-    check_token_file(state, options.output, options.token_file, token_sha256, options.allow_other_tokens, "sg-train");
+    check_token_file(state, options.output, options.token_file, token_sha256, options.allow_other_tokens);
   state.token_file = options.token_file;
   state.token_file_hash = token_sha256;
   session.name = options.name.empty() ? config.tier + "/" + config.model.arm.name() + "/" + std::to_string(config.seed)

@@ -47,35 +47,34 @@ TEST_CASE("a list option takes comma lists and repeats alike") {
   CHECK(inputs == std::vector<std::string>{"in.h5"});  // a repeat never swallows the positionals
 }
 
-TEST_CASE("an old spelling works with a warning naming the new one, and --help does not show it") {
+/// A tool with --vocab, its old spelling --tokenizer, and --log-level.
+struct VocabTool {
   std::string vocab;
   sg::cli::CommonOptions common;
-  sg::cli::Parser parser("sg-test", "test");
-  parser.option("--vocab", vocab, "vocabulary");
-  parser.renamed("--tokenizer", "--vocab");
-  parser.common(common, sg::cli::kLogLevel);
-  auto captured = run(parser, {"sg-test", "--tokenizer", "v.json"}, [] {});
+  sg::cli::Parser parser{"sg-test", "test"};
+  VocabTool() {
+    parser.option("--vocab", vocab, "vocabulary");
+    parser.renamed("--tokenizer", "--vocab");
+    parser.common(common, sg::cli::kLogLevel);
+  }
+};
+
+TEST_CASE("an old spelling works with a warning naming the new one, and --help does not show it") {
+  VocabTool spaced;
+  auto captured = run(spaced.parser, {"sg-test", "--tokenizer", "v.json"}, [] {});
   CHECK(captured.code == 0);
-  CHECK(vocab == "v.json");
+  CHECK(spaced.vocab == "v.json");
   CHECK(captured.err.find("sg-test: warning: --tokenizer is now spelled --vocab") != std::string::npos);
 
-  std::string vocab2;
-  sg::cli::CommonOptions common2;
-  sg::cli::Parser again("sg-test", "test");
-  again.option("--vocab", vocab2, "vocabulary");
-  again.renamed("--tokenizer", "--vocab");
-  again.common(common2, sg::cli::kLogLevel);
-  captured = run(again, {"sg-test", "--tokenizer=w.json", "--log-level", "error"}, [] {});
-  CHECK(vocab2 == "w.json");
+  VocabTool joined;
+  captured = run(joined.parser, {"sg-test", "--tokenizer=w.json", "--log-level", "error"}, [] {});
+  CHECK(joined.vocab == "w.json");
   CHECK(captured.err.empty());  // --log-level error hides warnings too
 
-  std::string vocab3;
-  sg::cli::Parser help("sg-test", "test");
-  help.option("--vocab", vocab3, "vocabulary");
-  help.renamed("--tokenizer", "--vocab");
+  VocabTool help;
   std::ostringstream out;
   auto* old = std::cout.rdbuf(out.rdbuf());
-  run(help, {"sg-test", "--help"}, [] {});
+  run(help.parser, {"sg-test", "--help"}, [] {});
   std::cout.rdbuf(old);
   CHECK(out.str().find("--vocab") != std::string::npos);
   CHECK(out.str().find("--tokenizer") == std::string::npos);

@@ -5,42 +5,22 @@
 #include <string>
 
 #include "lib/base/paths.h"
-
-namespace {
-
-/// Sets (or with nullptr unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
-}  // namespace
+#include "tests/support.h"
 
 TEST_CASE("cache_folder: SINKGATE_CACHE, else XDG_CACHE_HOME/sinkgate, else ~/.cache/sinkgate") {
-  ScopedEnv home("HOME", "/home/someone");
+  sg_test::ScopedEnv home("HOME", "/home/someone");
   {
-    ScopedEnv cache("SINKGATE_CACHE", "/data/cache");
-    ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+    sg_test::ScopedEnv cache("SINKGATE_CACHE", "/data/cache");
+    sg_test::ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
     CHECK(sg::cache_folder() == "/data/cache");
   }
   {
-    ScopedEnv cache("SINKGATE_CACHE", nullptr);
-    ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+    sg_test::ScopedEnv cache("SINKGATE_CACHE", nullptr);
+    sg_test::ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
     CHECK(sg::cache_folder() == "/xdg/sinkgate");
   }
-  ScopedEnv cache("SINKGATE_CACHE", nullptr);
-  ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
+  sg_test::ScopedEnv cache("SINKGATE_CACHE", nullptr);
+  sg_test::ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
   CHECK(sg::cache_folder() == "/home/someone/.cache/sinkgate");
 }
 

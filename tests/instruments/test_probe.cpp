@@ -63,6 +63,20 @@ sg::ProbeOptions fast(std::vector<sg::Probe> probes) {
   return options;
 }
 
+/// sg-inject's battery on fast()'s batches and seed, without the exposure pass.
+sg::InjectionOptions fast_battery(std::vector<sg::JunkType> junk, std::vector<sg::Cutoff> cutoffs,
+                                  std::vector<double> doses) {
+  sg::InjectionOptions options;
+  options.junk = std::move(junk);
+  options.cutoffs = std::move(cutoffs);
+  options.doses = std::move(doses);
+  options.batches = 2;
+  options.batch_size = 4;
+  options.seed = 5;
+  options.exposure = false;
+  return options;
+}
+
 double value_of(const sg::ProbeResult& result, const std::string& statistic, const std::string& override_name = "none",
                 double dose = 0, const std::string& layer = "all", const std::string& head = "all") {
   for (const auto& row : result.rows)
@@ -123,15 +137,8 @@ TEST_CASE("the trained-gate loss is sg-eval's loss, and under Table 8's junk sg-
     CHECK(std::abs(value_of(result, "loss", "trained") - eval) < 1e-6);
     // Table 8's default corrupted column is sg-inject's structured / median / 0.2 cell: one
     // number from two tools on the same batches.
-    sg::InjectionOptions inject;
-    inject.junk = {sg::JunkType::structured};
-    inject.cutoffs = {sg::Cutoff::median};
-    inject.doses = {0.2};
-    inject.batches = 2;
-    inject.batch_size = 4;
-    inject.seed = 5;
-    inject.exposure = false;
-    const auto injected = sg::inject(*model, config, file, inject);
+    const auto injected =
+        sg::inject(*model, config, file, fast_battery({sg::JunkType::structured}, {sg::Cutoff::median}, {0.2}));
     CHECK(std::abs(value_of(result, "loss", "trained", 0.2) - injected.conditions.at(0).loss) < 1e-6);
     for (const char* how : {"row-mean", "shuffle", "reopen"}) {
       INFO(how);
@@ -158,15 +165,7 @@ TEST_CASE("Table 8's corrupted columns: one per junk type x cutoff x dose, each 
   options.cutoffs = {sg::Cutoff::q25, sg::Cutoff::median};
   options.doses = {0.0, 0.4};  // 0: the clean column, measured anyway and not twice
   const auto result = sg::probe_model(*model, config, file, options);
-  sg::InjectionOptions inject;
-  inject.junk = options.junk;
-  inject.cutoffs = options.cutoffs;
-  inject.doses = {0.4};
-  inject.batches = 2;
-  inject.batch_size = 4;
-  inject.seed = 5;
-  inject.exposure = false;
-  const auto injected = sg::inject(*model, config, file, inject);
+  const auto injected = sg::inject(*model, config, file, fast_battery(options.junk, options.cutoffs, {0.4}));
   REQUIRE(injected.conditions.size() == 4);
   size_t trained_rows = 0;
   for (const auto& row : result.rows)

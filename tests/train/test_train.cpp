@@ -88,25 +88,6 @@ TEST_CASE("a run stopped at step k and resumed ends bitwise identical to an unin
 
 namespace {
 
-/// Sets (or with nullptr unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 bool same_weights(const std::string& a, const std::string& b) {
   const auto wa = weights_of(a), wb = weights_of(b);
   for (size_t i = 0; i < wa.size(); ++i)
@@ -122,11 +103,11 @@ TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment 
   const auto config = small_run("combo2", 61);  // a micro-batch's loss: 4 x 16 = 64 rows
   const auto whole = temp_name("test_train_plan_whole"), parts = temp_name("test_train_plan_parts"),
              replaced = temp_name("test_train_plan_replaced"), old = temp_name("test_train_plan_old");
-  ScopedEnv products("SINKGATE_LOSS_PRODUCTS", "plain");
+  sg_test::ScopedEnv products("SINKGATE_LOSS_PRODUCTS", "plain");
   std::string plan;
   {
     // The machine's choice when the run starts: chunks of 16 rows.
-    ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "16");
+    sg_test::ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "16");
     sg::train(config, options_for(tokens, whole));
     plan = sg::read_run_state(whole).config.train.loss_plan;
     CHECK_THAT(plan, Catch::StartsWith("16:plain:"));
@@ -139,7 +120,7 @@ TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment 
   }
   // Resumed where the environment (another machine, a cleared cache) would choose chunks of all
   // 64 rows: the run keeps its 16 and ends as if it had never stopped.
-  ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "64");
+  sg_test::ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "64");
   auto second = options_for(tokens, parts);
   second.resume = true;
   second.force = false;
