@@ -33,7 +33,11 @@ title_of(a) = a eq "renorm" ? "renorm (routing slot)" : arm_title(a)
 array points[5] = [7, 5, 9, 13, 4]
 point_of(a, j) = (i = place(a, 1), points[(i > 0 ? i - 1 : j - 1) % 5 + 1])
 place(a, i) = i > words(order) ? 0 : word(order, i) eq a ? i : place(a, i + 1)
-conditions = "blind visible"
+# The conditions present, blind first: one panel each (the quick profile's reduced grid has blind only).
+seen = " "
+stats data using (collect(strcol(1))) nooutput
+conditions = ordered("blind visible", seen)
+panels = words(conditions)
 
 # The plotted numbers: one row per condition, arm and load (mean and standard error over seeds).
 if (exists("summary")) {
@@ -50,25 +54,26 @@ if (exists("summary")) {
   unset print
 }
 
-set terminal pngcairo size 1200,600 font "sans,11" noenhanced
+set terminal pngcairo size (panels > 1 ? 1200 : 800),600 font "sans,11" noenhanced
 set output output
-set multiplot layout 1,2 margins 0.07, 0.98, 0.3, 0.92 spacing 0.09, 0
+set multiplot layout 1,panels margins (panels > 1 ? 0.07 : 0.11), 0.98, 0.3, 0.92 spacing 0.09, 0
 set logscale x 2
 set xrange [0.85:9.4]
 set xtics (1, 2, 4, 8)
+panel_title(c, p) = sprintf("(%s) ", p == 1 ? "a" : "b") . (c eq "blind" ? "channel-blind keys" : "routing-visible keys (control)")
 set xlabel "superposition load N/d"
 set ylabel "task error (per-label error rate)"
 set yrange [0:*]
 set grid ytics
 set key at graph 0, -0.17 left top horizontal maxcols 3 reverse Left samplen 2 width 1
 k = words(arms)
-do for [p = 1:2] {
+do for [p = 1:panels] {
   c = word(conditions, p)
-  set title (p == 1 ? "(a) channel-blind keys" : "(b) routing-visible keys (control)")
-  if (p == 2) {
-    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set: mean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.", \
-                        seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "") at screen 0.01, 0.06 left front
-    set key off
+  set title (panels > 1 ? panel_title(c, p) : panel_title(c, p)[5:*])
+  if (p == panels) {
+    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set:%smean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.", \
+                        panels > 1 ? " " : "\n", seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "") at screen 0.01, (panels > 1 ? 0.06 : 0.095) left front
+    if (panels > 1) { set key off }
   }
   plot for [j = 1:k] data \
        using (pick(c, word(arms, j)) ? $3 * (1 + 0.02 * (j - (k + 1) / 2.0)) : NaN):(m = mean(0)):(se(m)) \

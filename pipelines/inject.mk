@@ -119,11 +119,24 @@ table6-vs-paper table7-vs-paper: %-vs-paper: $(OUT)/%.h5
 	  $(subst --rows tier$(comma)junk$(comma)cutoff$(comma)arm,--rows tier$(comma)junk$(comma)cutoff$(comma)arm$(comma)source,$(INJECT_TABLE_FLAGS)) \
 	  --label source:$*=sinkgate -o $(OUT)/$@.md --force
 	@cat $(OUT)/$@.md
+# Our tiers beside the paper's (50M and 124M): at a CPU tier the paper's columns stand beside ours.
+TABLE9_VS_PAPER_TIERS = $(subst $(space),$(comma),$(sort $(TABLE9_TIERS) 50M 124M))
 table9-vs-paper: $(OUT)/table9.h5
 	$(BIN)/sg-tabulate $< $(INJECT_PIPELINES)/paper_exposure.csv --source-key source \
-	  --where tier=$(subst $(space),$(comma),$(TABLE9_TIERS)) --where measure=exposure --where layer=all \
-	  --rows arm,source --cols tier,cutoff --cell quiet_mass --decimals 3 --row-order $(ARM_ORDER) \
-	  --label source:table9=sinkgate $(ARM_LABELS) -o $(OUT)/$@.md --force
+	  --where tier=$(TABLE9_VS_PAPER_TIERS) --where measure=exposure --where layer=all \
+	  --order tier=$(TIER_ORDER) --rows arm,source --cols tier,cutoff --cell quiet_mass --decimals 3 --missing – \
+	  --row-order $(ARM_ORDER) \
+	  --order cutoff=median,q25 --label 'cutoff:median=quiet (med)' --label 'cutoff:q25=quiet (q25)' \
+	  --label source:table9=sinkgate $(ARM_LABELS) --header arm=Arm --header source=Source -o $(OUT)/$@.quiet --force
+	$(BIN)/sg-tabulate $< $(INJECT_PIPELINES)/paper_exposure.csv --source-key source \
+	  --where tier=$(TABLE9_VS_PAPER_TIERS) --where measure=exposure --where layer=all \
+	  --where cutoff=median --order tier=$(TIER_ORDER) --rows arm,source --cols tier --cell phantom_mass --decimals 3 --missing – \
+	  --row-order $(ARM_ORDER) --label source:table9=sinkgate $(ARM_LABELS) --header arm=Arm --header source=Source \
+	  -o $(OUT)/$@.phantom --force
+	{ echo "Share of each attention row's mass on quiet reads, ours (sinkgate) beside the paper's:"; echo; \
+	  cat $(OUT)/$@.quiet; echo; echo "Share on the phantom (the sink token for the sink-token arm; – without one):"; \
+	  echo; cat $(OUT)/$@.phantom; } > $(OUT)/$@.md.tmp && rm -f $(OUT)/$@.quiet $(OUT)/$@.phantom && \
+	  mv $(OUT)/$@.md.tmp $(OUT)/$@.md
 	@cat $(OUT)/$@.md
 
 # Figure 2: delta_loss against dose, one panel per tier of FIG2_TIERS with structured junk at the q25

@@ -7,18 +7,29 @@
 #
 #   make -f pipelines/toy.mk -j2 fig3            # runs/toy/fig3.png (8 minutes on 2 idle cores)
 #   make -f pipelines/toy.mk -j2 fig3 TOY_FLAGS='--steps 500'   # a quick look
+#   make -f Makefile.experiments -j2 fig3 PROFILE=quick           # the main job's reduced grid (24 runs)
 #
 # Outputs, in $(TOY_DIR):
 #   blind-1.h5 … visible-8.h5   result tables, one row per (condition, load, arm, seed)
 #   fig3.tsv                    task error per (condition, arm, load), one column per seed
 #   fig3-summary.tsv            mean and standard error over seeds (the plotted numbers)
 #   fig3.png                    the figure
+#   fig3-claims.md              the paper's claims about Figure 3 that the grid tests, with their
+#                               numbers and whether each holds (pipelines/toy_claims.py)
 #
 # Included by Makefile.experiments; it also runs alone (make -f pipelines/toy.mk).
 
 BIN ?= build/bin
 
 TOY_DIR ?= $(or $(OUT),runs)/toy
+ifeq ($(PROFILE),quick)
+  # The main job's reduced grid: the channel-blind condition, 3 loads, the 4 arms of the claims it
+  # checks, 2 seeds (24 runs, about 2 CPU minutes); fig3-claims.md says which claims hold.
+  TOY_CONDITIONS ?= blind
+  TOY_LOADS ?= 1 2 8
+  TOY_ARMS ?= baseline,offbyone,normgate,oracle
+  TOY_SEEDS ?= 0,1
+endif
 TOY_CONDITIONS ?= blind visible
 TOY_LOADS ?= 1 2 4 8
 TOY_ARMS ?= baseline,offbyone,normgate,renorm,oracle
@@ -30,8 +41,9 @@ TOY_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOY_RUNS := $(foreach c,$(TOY_CONDITIONS),$(foreach l,$(TOY_LOADS),$(TOY_DIR)/$(c)-$(l).h5))
 toy_word = $(word $(1),$(subst -, ,$(2)))
 
-.PHONY: fig3 toy-runs
-fig3: $(TOY_DIR)/fig3.png
+.PHONY: fig3 fig3-claims toy-runs
+fig3: $(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-claims.md
+fig3-claims: $(TOY_DIR)/fig3-claims.md
 toy-runs: $(TOY_RUNS)
 
 # One cell of the grid: every arm and seed of one condition and load.
@@ -47,3 +59,6 @@ $(TOY_DIR)/fig3.tsv: $(TOY_RUNS)
 $(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-summary.tsv &: $(TOY_DIR)/fig3.tsv $(TOY_PIPELINES)/fig3.gp $(TOY_PIPELINES)/figures.gp
 	gnuplot -e "data='$<'; output='$(TOY_DIR)/fig3.png'; summary='$(TOY_DIR)/fig3-summary.tsv'; seed_names='$(TOY_SEEDS)'" \
 	    $(TOY_PIPELINES)/fig3.gp
+
+$(TOY_DIR)/fig3-claims.md: $(TOY_DIR)/fig3-summary.tsv $(TOY_PIPELINES)/toy_claims.py
+	python3 $(TOY_PIPELINES)/toy_claims.py $< > $@.tmp && mv $@.tmp $@

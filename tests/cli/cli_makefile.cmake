@@ -35,7 +35,7 @@ cat ${SG_MAKE_WORK}/run/table1.md ${SG_MAKE_WORK}/run/table2.md ${SG_MAKE_WORK}/
 ${SG_MAKE_WORK}/run/table6.md ${SG_MAKE_WORK}/run/table9.md ${SG_MAKE_WORK}/run/table8.md ${SG_MAKE_WORK}/run/sinks.md \
 ${SG_MAKE_WORK}/run/kurtosis.md; for f in fig1 fig5 curves; do head -c 4 ${SG_MAKE_WORK}/run/$f.png | od -An -c | tr -d ' \\n'; echo \" $f\"; done")
 set_tests_properties("make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis, Figures 1, 5 and the curves" PROPERTIES
-  FIXTURES_REQUIRED sg_tokens
+  FIXTURES_REQUIRED sg_tokens FIXTURES_SETUP sg_make_tiny
   PASS_REGULAR_EXPRESSION "Improvement over baseline.*combo2 *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*Improvement over sink logit.*projection *\\| tiny.*seed 1.*\\| Tier \\| Junk type \\| Cutoff \\| Arm \\| ε = 0\\.2 \\|.*structured \\(other context\\) \\| q25 \\| baseline \\| [-+]0\\.[0-9]+ \\|.*\\| Arm \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| sink logit \\| 0\\.[0-9]+ \\|.*\\| Arm \\| Gate override \\| ε = 0 \\| ε = 0\\.2 \\|.*\\| projection gate \\| trained gate \\| [0-9.]+ \\| [0-9.]+ \\|.*\\|  \\| suppressed reads reopened \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\|.*\\| sink logit \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\|.*\\| Arm \\| tiny \\|.*\\| combo2 \\| [-+][0-9]\\.[0-9]+ \\|.*PNG fig1\n.*PNG fig5\n.*PNG curves")
 
 add_test(NAME "make: Table 2 without the arms of a decomposition says so instead of failing"
@@ -50,3 +50,21 @@ add_test(NAME "make: without the token file or its corpus, make says what to run
          COMMAND ${CMAKE_COMMAND} -DCMD=make "-DARGS=-C;${CMAKE_SOURCE_DIR};-f;Makefile.experiments;BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};OUT=${SG_MAKE_WORK}/bare;TOKENS=${SG_MAKE_WORK}/bare/none.h5;CORPUS=${SG_MAKE_WORK}/no-corpus;tokens"
                  -DEXPECT_CODE=2 "-DEXPECT_STDERR=For the quick CPU reproduction on the built-in corpus: make -f Makefile.experiments -j 2 quick"
                  -P ${SG_EXPECT})
+
+# Table 9 beside the paper's: both columns (quiet mass and the phantom), ours at the tiny tier and the
+# paper's at 50M and 124M (pipelines/paper_exposure.csv: the sink logit's phantom share 0.352 at 124M).
+add_test(NAME "make: table9-vs-paper sets the quiet-mass and phantom columns beside the paper's"
+         COMMAND bash -c "set -euo pipefail; ${SG_MAKE_LINE} PROFILE=quick TIERS=tiny OUT=${SG_MAKE_WORK}/run \
+TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS='baseline sinklogit projgate combo2' SEEDS='0 1' THREADS=1 \
+TRAIN_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=4 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet' \
+INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet' table9-vs-paper")
+set_tests_properties("make: table9-vs-paper sets the quiet-mass and phantom columns beside the paper's" PROPERTIES
+  FIXTURES_REQUIRED "sg_tokens;sg_make_tiny"
+  PASS_REGULAR_EXPRESSION "\\| Arm \\| Source \\| 50M quiet \\(med\\) \\| 50M quiet \\(q25\\) \\| 124M quiet \\(med\\) \\| 124M quiet \\(q25\\) \\| tiny quiet \\(med\\) \\| tiny quiet \\(q25\\) \\|.*\\| baseline \\| sinkgate \\| – \\| – \\| – \\| – \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\|\n\\|  \\| paper \\| 0\\.554 \\| 0\\.357 \\| 0\\.564 \\| 0\\.373 \\| – \\| – \\|.*Share on the phantom.*\\| Arm \\| Source \\| 50M \\| 124M \\| tiny \\|.*\\| sink logit \\| sinkgate \\| – \\| – \\| 0\\.[0-9]+ \\|\n\\|  \\| paper \\| 0\\.309 \\| 0\\.352 \\| – \\|")
+
+# The main job carries a reduced Figure 3: the channel-blind condition at three loads, the four arms
+# of the claims it checks, two seeds, and the claims printed.
+add_test(NAME "make: the quick profile's Figure 3 is the reduced grid with its claims"
+         COMMAND ${SG_MAKE} -n PROFILE=quick OUT=${SG_MAKE_WORK}/dry-toy fig3)
+set_tests_properties("make: the quick profile's Figure 3 is the reduced grid with its claims" PROPERTIES
+  PASS_REGULAR_EXPRESSION "sg-toy --condition blind --load 1 --arms baseline,offbyone,normgate,oracle --seeds 0,1 .*sg-toy --condition blind --load 2 .*sg-toy --condition blind --load 8 .*toy_claims.py [^ ]*dry-toy/toy/fig3-summary.tsv")

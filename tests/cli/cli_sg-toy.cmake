@@ -38,3 +38,20 @@ add_test(NAME "cli: sg-toy takes --arms repeated as well as comma-separated"
 | $<TARGET_FILE:sg-tabulate> - --rows arm --cols seed --cell error")
 set_tests_properties("cli: sg-toy takes --arms repeated as well as comma-separated" PROPERTIES
                      PASS_REGULAR_EXPRESSION "\\| baseline \\|[^\n]*\n\\| normgate \\|[^\n]*\n\\| oracle \\|")
+
+# Figure 3's claims (pipelines/toy_claims.py) on hand-made summaries: one whose numbers satisfy the
+# paper's claims (the routing-slot control recovering the oracle, as ours does: that claim fails),
+# one whose numbers contradict them (and leave two claims untested).
+find_program(SG_TOY_CLAIMS_PYTHON NAMES python3)
+if(SG_TOY_CLAIMS_PYTHON)
+  add_test(NAME "toy claims: each claim of Figure 3 with its numbers, where they hold"
+           COMMAND ${SG_TOY_CLAIMS_PYTHON} ${CMAKE_SOURCE_DIR}/pipelines/toy_claims.py
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/toy/claims_hold.tsv)
+  set_tests_properties("toy claims: each claim of Figure 3 with its numbers, where they hold" PROPERTIES
+    PASS_REGULAR_EXPRESSION "rises with the load: \\*\\*holds\\*\\* — 0\\.0000 at load 1, 0\\.2500 at load 8.*matches the oracle: \\*\\*holds\\*\\* — norm gate − oracle \\+0\\.0000 \\(load 1\\), \\+0\\.0010 \\(load 8\\).*does not help: \\*\\*holds\\*\\* — at load 8 baseline 0\\.2500, off-by-one 0\\.2499, oracle 0\\.0000: it closes 0\\.0% .*does not recover the oracle: \\*\\*does NOT hold\\*\\* — .*closes 100\\.0% .*coincide: \\*\\*holds\\*\\* — baseline − oracle \\+0\\.0100 \\(load 1\\)")
+  add_test(NAME "toy claims: claims the numbers contradict do not hold, claims without their arms are untested"
+           COMMAND ${SG_TOY_CLAIMS_PYTHON} ${CMAKE_SOURCE_DIR}/pipelines/toy_claims.py
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/toy/claims_fail.tsv)
+  set_tests_properties("toy claims: claims the numbers contradict do not hold, claims without their arms are untested" PROPERTIES
+    PASS_REGULAR_EXPRESSION "rises with the load: \\*\\*does NOT hold\\*\\* — 0\\.2000 at load 1, 0\\.2100 at load 8.*matches the oracle: \\*\\*does NOT hold\\*\\*.*does not help: \\*\\*does NOT hold\\*\\* — .*closes 52\\.4% .*routing-slot control does not recover the oracle: \\*\\*untested\\*\\*.*coincide: \\*\\*untested\\*\\*")
+endif()

@@ -14,7 +14,7 @@ mkdir -p "$work"
 tiny=(PROFILE=quick TIERS=tiny OUT="$work" TOKENS="$tokens" ARMS='baseline sinklogit combo2' SEEDS='0 1' THREADS=1
       TRAIN_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet'
       INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet'
-      TOY_DIR="$work/toy" TOY_LOADS='1 2' TOY_SEEDS=0,1 TOY_ARMS=baseline,normgate,oracle
+      TOY_DIR="$work/toy" TOY_CONDITIONS='blind visible' TOY_LOADS='1 2' TOY_SEEDS=0,1 TOY_ARMS=baseline,normgate,oracle
       TOY_FLAGS='--steps 20 --batch-size 16 --eval-sequences 256 --log-interval 0 --log-level quiet')
 if ! "$@" -j2 "${tiny[@]}" fig1 fig2 fig3 fig5 curves > "$work/make.log" 2>&1; then
   echo "make failed:"; tail -n 30 "$work/make.log"; exit 1
@@ -77,6 +77,7 @@ f=$work/toy/fig3-summary.tsv
 check "fig3 arms" "$(values "$f" 1 '$2')" "baseline normgate oracle"
 check "fig3 points: 2 conditions x 3 arms x 2 loads" "$(rows "$f")" 12
 check "fig3 seeds per point" "$(values "$f" 1 '$6')" 2
+check "fig3 claims: one line per claim" "$(grep -c '^- ' "$work/toy/fig3-claims.md")" 5
 
 # The injection battery's settings stamp.
 "$@" "${tiny[@]}" fig2 > "$work/again.log" 2>&1 || { echo "make fig2 again failed:"; tail -n 20 "$work/again.log"; status=1; }
