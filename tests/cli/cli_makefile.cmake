@@ -67,4 +67,4 @@ set_tests_properties("make: table9-vs-paper sets the quiet-mass and phantom colu
 add_test(NAME "make: the quick profile's Figure 3 is the reduced grid with its claims"
          COMMAND ${SG_MAKE} -n PROFILE=quick OUT=${SG_MAKE_WORK}/dry-toy fig3)
 set_tests_properties("make: the quick profile's Figure 3 is the reduced grid with its claims" PROPERTIES
-  PASS_REGULAR_EXPRESSION "sg-toy --condition blind --load 1 --arms baseline,offbyone,normgate,oracle --seeds 0,1 .*sg-toy --condition blind --load 2 .*sg-toy --condition blind --load 8 .*toy_claims.py [^ ]*dry-toy/toy/fig3-summary.tsv")
+  PASS_REGULAR_EXPRESSION "sg-toy --condition blind --load 1 --arms baseline,offbyone,normgate,oracle [^a-z]*--seeds 0,1 .*sg-toy --condition blind --load 8 .*toy_claims.py [^ ]*dry-toy/toy/fig3-summary.tsv")
