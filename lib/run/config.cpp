@@ -36,6 +36,9 @@ std::vector<Tier> build_tiers() {
   out.push_back(make_tier("50M", "paper tier (Table 3), 0.95B tokens", 10, 10, 640, 1024, 16, 2, 29000, 500));
   out.push_back(make_tier("124M", "paper tier (Table 3), 1.60B tokens", 12, 12, 768, 1024, 8, 4, 48800, 800));
   out.push_back(make_tier("350M", "paper tier (Table 3), 5.80B tokens", 24, 16, 1024, 1024, 8, 4, 177000, 2000));
+  // App. B's preliminary TinyStories tier: the paper gives only its data (269M training, 4.8M
+  // validation tokens); architecture and schedule are the 10M tier's (docs/decisions.md).
+  out.push_back(make_tier("tinystories", "the paper's preliminary TinyStories tier (App. B, Table 5): the 10M tier's model and schedule", 6, 6, 384, 512, 64, 1, 6000, 200));
   // CPU tiers for tests and quick runs.
   Tier tiny = make_tier("tiny", "CPU tier for tests: seconds", 2, 2, 64, 64, 8, 1, 200, 20);
   tiny.train.eval_interval = 50;

@@ -68,3 +68,37 @@ add_test(NAME "make: the quick profile's Figure 3 is the reduced grid with its c
          COMMAND ${SG_MAKE} -n PROFILE=quick OUT=${SG_MAKE_WORK}/dry-toy fig3)
 set_tests_properties("make: the quick profile's Figure 3 is the reduced grid with its claims" PROPERTIES
   PASS_REGULAR_EXPRESSION "sg-toy --condition blind --load 1 --arms baseline,offbyone,normgate,oracle [^a-z]*--seeds 0,1 .*sg-toy --condition blind --load 8 .*toy_claims.py [^ ]*dry-toy/toy/fig3-summary.tsv")
+
+# `all` builds every artifact whose inputs are here and names the inputs of the others: with every
+# input present (stand-in files: a dry run reads none of them) it lists Tables 1 to 12 and Figures
+# 1 to 5 with the TinyStories runs; with none, Tables 3, 4 and Figure 3 and what each other needs.
+add_test(NAME "make: all with every input present lists Tables 1 to 12 and Figures 1 to 5, TinyStories included"
+         COMMAND bash -c "set -euo pipefail; d=${SG_MAKE_WORK}/all-inputs; rm -rf $d; mkdir -p $d/checkpoints/gpt2; \
+touch $d/checkpoints/gpt2/config.json $d/lambada.jsonl $d/hellaswag.jsonl $d/wiki.test.raw $d/wiki.valid.raw; \
+${SG_MAKE_LINE} -n PROFILE=paper OUT=$d/out TOKENS=${SG_CLI_DATA}/tokens.h5 TINYSTORIES_TOKENS=${SG_CLI_DATA}/tokens.h5 \
+LAMBADA=$d/lambada.jsonl HELLASWAG=$d/hellaswag.jsonl WIKITEXT=$d/wiki.test.raw CHECKPOINTS=$d/checkpoints \
+SURVEY_TEXT=$d/wiki.valid.raw all | grep -o -E -e 'table(1[0-2]|[1-9])\\.md' -e 'fig[1-5]\\.png' -e '--tier tinystories' \
+-e 'all: every table and figure of the paper' | sort -u | tr '\\n' ' '")
+set_tests_properties("make: all with every input present lists Tables 1 to 12 and Figures 1 to 5, TinyStories included" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "--tier tinystories all: every table and figure of the paper fig1.png fig2.png fig3.png fig4.png fig5.png table1.md table10.md table11.md table12.md table2.md table3.md table4.md table5.md table6.md table7.md table8.md table9.md ")
+add_test(NAME "make: all without inputs builds Tables 3, 4 and Figure 3 and names what each other artifact needs"
+         COMMAND ${SG_MAKE} -n PROFILE=paper OUT=${SG_MAKE_WORK}/all-bare/out TOKENS=${SG_MAKE_WORK}/all-bare/none.h5
+                 CORPUS=${SG_MAKE_WORK}/all-bare/none TINYSTORIES_TOKENS=${SG_MAKE_WORK}/all-bare/none.h5
+                 TINYSTORIES_CORPUS=${SG_MAKE_WORK}/all-bare/none CHECKPOINTS=${SG_MAKE_WORK}/all-bare/none all)
+set_tests_properties("make: all without inputs builds Tables 3, 4 and Figure 3 and names what each other artifact needs" PROPERTIES
+  PASS_REGULAR_EXPRESSION "all: left out for want of their inputs:[^\n]*\n[^\n]*Tables 1 2 5 6 7 8 9, Figures 1 2 5[^\n]*no token file [^\n]*none.h5[^\n]*docs/data.md[^\n]*\n[^\n]*Tables 10 11: [^\n]*\n[^\n]*Table 12, Figure 4: no pretrained checkpoint[^\n]*survey-download[^\n]*\n[^\n]*Table 5 TinyStories rows: [^\n]*TinyStories[^\n]*\n.*paper_tables.py [^ ]+ table3.*paper_tables.py [^ ]+ table4.*sg-toy --condition blind --load 1 .*fig3.gp")
+set_tests_properties("make: all without inputs builds Tables 3, 4 and Figure 3 and names what each other artifact needs" PROPERTIES
+  FAIL_REGULAR_EXPRESSION "sg-train|sg-tokenize")
+
+# Table 5's TinyStories rows: the tier's runs train on their own token file and head Table 5, the
+# 10M tier's label untouched when it is absent.
+add_test(NAME "make: Table 5 carries the TinyStories tier's rows when its token file is present"
+         COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/tinystories'; ${SG_MAKE_LINE} -j2 PROFILE=paper TIERS=tiny \
+ARMS_tiny=baseline SEEDS_tiny=0 OUT=${SG_MAKE_WORK}/tinystories TOKENS=${SG_CLI_DATA}/tokens.h5 \
+TINYSTORIES_TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS_tinystories='baseline offbyone' SEEDS_tinystories='0 1' THREADS=1 \
+TRAIN_FLAGS='--set iterations=2 --set warmup=1 --set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --set micro_batch=2 --set n_layer=1 --set n_head=2 --set n_embd=32 --log-level quiet' \
+table5 >/dev/null; cat ${SG_MAKE_WORK}/tinystories/table5.md")
+set_tests_properties("make: Table 5 carries the TinyStories tier's rows when its token file is present" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "\\| TinyStories 10M \\| baseline \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|\n\\|  \\| off-by-one \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|\n\\| tiny \\| baseline \\| [0-9.]+ \\| – \\| [0-9.]+ \\|")
