@@ -46,12 +46,13 @@ struct Options {
   bool no_exposure = false;
   bool allow_other_tokens = false;
   std::string backend = "auto";
+  std::string same_context = "any";
 };
 
 /// The battery's settings, as the provenance records them.
 std::string settings(const Options& options, const sg::InjectionOptions& inject) {
   std::ostringstream out;
-  out << "junk=" << sg::join(options.junk, ",") << " cutoff=" << sg::join(options.cutoffs, ",")
+  out << "junk=" << sg::join(options.junk, ",") << " same_context=" << options.same_context << " cutoff=" << sg::join(options.cutoffs, ",")
       << " doses=" << sg::join(options.doses, ",") << " batches=" << inject.batches << " batch_size=" << inject.batch_size
       << " context=" << inject.context << " eval_seed=" << inject.eval_seed << " seed=" << inject.seed
       << " exposure=" << inject.exposure;
@@ -63,7 +64,11 @@ void run(const Options& options, const std::string& command_line) {
   inputs.push_back(options.tokens);
   sg::h5::check_writable(options.common.output, options.common.force, inputs);
   sg::InjectionOptions inject = options.inject;
-  sg::set_battery(inject, options.junk, options.cutoffs, options.doses);
+  std::vector<std::string> junk = options.junk;
+  if (options.same_context == "earlier")  // no look-ahead: same-context junk from earlier positions only
+    for (auto& name : junk)
+      if (name == "same-context") name = "same-context-earlier";
+  sg::set_battery(inject, junk, options.cutoffs, options.doses);
   inject.seed = options.common.seed;
   inject.exposure = !options.no_exposure;
   inject.device = sg::parse_device(options.common.device);
@@ -102,7 +107,12 @@ int main(int argc, char** argv) {
   parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
   parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
   parser.list("--junk", options.junk,
-              "junk types (comma list or repeats): structured, same-context, gaussian, random-direction, own-direction");
+              "junk types (comma list or repeats): structured, same-context, same-context-earlier, gaussian, "
+              "random-direction, own-direction");
+  parser.option("--same-context", options.same_context,
+                "where same-context junk comes from: any other position of the sequence (App. C), or earlier ones "
+                "only (no look-ahead: its rows say junk=same-context-earlier)");
+  parser.choices({"any", "earlier"});
   parser.list("--cutoff", options.cutoffs, "quiet-read cutoffs (comma list or repeats): median, q25");
   parser.list("--dose", options.doses, "doses epsilon (comma list or repeats; each >= 0)");
   parser.renamed("--doses", "--dose");

@@ -15,6 +15,7 @@ const std::vector<std::pair<JunkType, std::string>>& junk_names() {
   static const std::vector<std::pair<JunkType, std::string>> names = {
       {JunkType::structured, "structured"},
       {JunkType::same_context, "same-context"},
+      {JunkType::same_context_earlier, "same-context-earlier"},
       {JunkType::gaussian, "gaussian"},
       {JunkType::random_direction, "random-direction"},
       {JunkType::own_direction, "own-direction"},
@@ -55,6 +56,14 @@ torch::Tensor junk_directions(const torch::Tensor& real, const CorruptionSpec& s
       const auto draw = torch::randint(0, length - 1, {b, length}, generator, cpu_long);
       const auto own = torch::arange(length, cpu_long).unsqueeze(0);
       const auto position = draw + (draw >= own).to(torch::kLong);
+      const auto flat = (torch::arange(b, cpu_long).unsqueeze(1) * length + position).view({-1}).to(real.device());
+      return unit(real.reshape({b * length, d}).index_select(0, flat).view({b, length, d}));
+    }
+    case JunkType::same_context_earlier: {
+      // A uniform position k < j of the same sequence (j = 0 draws itself: it is never corrupted).
+      const auto own = torch::arange(length, cpu_long).unsqueeze(0).to(torch::kDouble);
+      const auto draw = torch::rand({b, length}, generator, torch::TensorOptions().dtype(torch::kDouble));
+      const auto position = (draw * own).floor().to(torch::kLong);
       const auto flat = (torch::arange(b, cpu_long).unsqueeze(1) * length + position).view({-1}).to(real.device());
       return unit(real.reshape({b * length, d}).index_select(0, flat).view({b, length, d}));
     }
@@ -125,7 +134,7 @@ torch::Tensor corrupt_reads(const torch::Tensor& reads, const CorruptionSpec& sp
   const int64_t skip = std::min(spec.skip_positions, t), length = t - skip;
   if (spec.junk == JunkType::structured && b < 2)
     throw UsageError("structured junk comes from another sequence of the batch: it needs at least 2 sequences per batch");
-  if (spec.junk == JunkType::same_context && length < 2 && spec.dose > 0)
+  if ((spec.junk == JunkType::same_context || spec.junk == JunkType::same_context_earlier) && length < 2 && spec.dose > 0)
     throw UsageError("same-context junk comes from another position of the sequence: it needs at least 2 positions");
   if (spec.junk == JunkType::own_direction && !gate_direction.defined())
     throw UsageError("own-direction junk needs a projection gate (projgate, combo2 or ZERO+projgate)");
@@ -136,7 +145,9 @@ torch::Tensor corrupt_reads(const torch::Tensor& reads, const CorruptionSpec& sp
   }
   const auto real = reads.narrow(2, skip, length).to(math);  // (B, H, Tr, d)
   const auto norms = real.norm(2, -1);                        // (B, H, Tr)
-  const auto quiet = quiet_mask(norms, spec.cutoff);          // (B, H, Tr)
+  auto quiet = quiet_mask(norms, spec.cutoff);                // (B, H, Tr)
+  if (spec.junk == JunkType::same_context_earlier)            // the first read has no earlier one
+    quiet.select(2, 0).fill_(false);
   if (corrupted)
     *corrupted = torch::cat({torch::zeros({b, h, skip}, quiet.options()), quiet}, 2);
   if (spec.dose == 0) return reads;  // junk of size zero: the reads exactly as they were

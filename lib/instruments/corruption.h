@@ -10,7 +10,11 @@
 // that sequence, ε the dose, and u_j a unit vector:
 //   structured        a read of the same head from a uniformly random position of another
 //                     sequence of the batch, normalised;
-//   same-context      a read from a uniformly random other position of the same sequence;
+//   same-context      a read from a uniformly random other position of the same sequence (earlier
+//                     or later: App. C's "a random position of the same sequence");
+//   same-context-earlier  a read from a uniformly random earlier position of the same sequence,
+//                     so that no read carries a later position's value (no look-ahead); the
+//                     first read has no earlier position and is left as it is;
 //   gaussian          an isotropic normal vector, normalised;
 //   random-direction  one random unit vector per head, shared by every corrupted read of the batch;
 //   own-direction     w_h/‖w_h‖ of the head's projection gate (projection-gate arms only).
@@ -33,10 +37,10 @@
 
 namespace sg {
 
-enum class JunkType { structured, same_context, gaussian, random_direction, own_direction };
+enum class JunkType { structured, same_context, same_context_earlier, gaussian, random_direction, own_direction };
 enum class Cutoff { median, q25 };
 
-/// "structured", "same-context", "gaussian", "random-direction", "own-direction".
+/// "structured", "same-context", "same-context-earlier", "gaussian", "random-direction", "own-direction".
 std::string to_string(JunkType junk);
 /// "median", "q25".
 std::string to_string(Cutoff cutoff);

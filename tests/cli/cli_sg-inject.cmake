@@ -62,3 +62,14 @@ sg_inject_error("refuses a token file whose vocabulary does not fit the model"
                 "${SG_INJECT_DATA}/small-vocab/run.h5;-o;${SG_INJECT_DATA}/never.h5" 3 "has a vocabulary of 4100")
 sg_inject_error("refuses an existing output without --force" "${SG_CLI_DATA}/run.h5;-o;${SG_INJECT_DATA}/baseline.h5" 4 "exists")
 list(APPEND SG_CORPUS_TESTS "cli: sg-inject small-vocabulary run (fixture)")
+
+# --same-context earlier: the same-context rows become same-context-earlier rows, and their junk
+# differs from the look-ahead kind's (the loss under it is another number).
+add_test(NAME "cli: sg-inject --same-context earlier draws from earlier positions only, and says so"
+         COMMAND bash -c "set -euo pipefail; i=${inject}; t=${SG_CLI_DATA}/tokens.h5; r=${SG_INJECT_DATA}/baseline.h5; \
+for s in any earlier; do $i --tokens $t $r --junk same-context --same-context $s --cutoff median --dose 1.6 \
+--batches 2 --batch-size 4 --no-exposure --threads 1 --log-level quiet -o - | $<TARGET_FILE:sg-tabulate> - --rows junk --cell loss \
+--decimals 6 --format tsv; done")
+set_tests_properties("cli: sg-inject --same-context earlier draws from earlier positions only, and says so" PROPERTIES
+  FIXTURES_REQUIRED "sg_tokens;sg_inject_baseline"
+  PASS_REGULAR_EXPRESSION "same-context\t([0-9.]+)\n.*same-context-earlier\t([0-9.]+)\n$")

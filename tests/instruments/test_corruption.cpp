@@ -147,6 +147,36 @@ TEST_CASE("exactly the quiet reads change, each by eps * m_h along its junk type
           CHECK(is_read_of(reads, units[b][h][t], b, h, others));
         }
   }
+  SECTION("same-context-earlier: a read from an earlier position of the same sequence; the first read untouched") {
+    sg::CorruptionSpec spec{sg::JunkType::same_context_earlier, sg::Cutoff::median, dose, 7};
+    torch::Tensor mask;
+    const auto out = sg::corrupt_reads(reads, spec, 0, 0, {}, &mask);
+    int64_t corrupted = 0, later_ones = 0;
+    for (int64_t b = 0; b < kB; ++b)
+      for (int64_t h = 0; h < kH; ++h) {
+        const auto r = reference(reads, b, h, 0.5, 0);
+        CHECK(torch::equal(out[b][h][0], reads[b][h][0]));
+        CHECK_FALSE(mask[b][h][0].item<bool>());
+        for (int64_t t = 1; t < kT; ++t) {
+          const auto delta = out[b][h][t] - reads[b][h][t];
+          INFO("b " << b << " h " << h << " t " << t);
+          CHECK(mask[b][h][t].item<bool>() == static_cast<bool>(r.quiet[t]));
+          if (!r.quiet[t]) {
+            CHECK(norm_of(delta) == 0.0);
+            continue;
+          }
+          ++corrupted;
+          CHECK(std::abs(norm_of(delta) - dose * r.median) < 1e-9);
+          const auto u = delta / (dose * r.median);
+          std::vector<int64_t> earlier, later;
+          for (int64_t p = 0; p < kT; ++p) (p < t ? earlier : later).push_back(p);
+          CHECK(is_read_of(reads, u, b, h, earlier));
+          if (is_read_of(reads, u, b, h, later)) ++later_ones;
+        }
+      }
+    CHECK(corrupted > 4);
+    CHECK(later_ones == 0);
+  }
   SECTION("gaussian: unit vectors, different for every read") {
     sg::CorruptionSpec spec{sg::JunkType::gaussian, sg::Cutoff::median, dose, 7};
     const auto out = sg::corrupt_reads(reads, spec, 0, 0);
@@ -200,6 +230,7 @@ TEST_CASE("dose zero leaves the reads exactly as they were, bad doses and batche
   CHECK_THROWS_WITH(sg::corrupt_reads(reads.narrow(0, 0, 1), spec, 0, 0), Catch::Contains("at least 2 sequences"));
   CHECK_THROWS_AS(sg::parse_junk("structure"), sg::UsageError);
   CHECK(sg::parse_junk("same-context") == sg::JunkType::same_context);
+  CHECK(sg::parse_junk("same-context-earlier") == sg::JunkType::same_context_earlier);
   CHECK(sg::to_string(sg::JunkType::random_direction) == "random-direction");
   CHECK_THROWS_AS(sg::parse_cutoff("q50"), sg::UsageError);
 }
