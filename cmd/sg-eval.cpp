@@ -111,7 +111,9 @@ void run_wide(const Options& options, const std::string& command_line) {
   table.add_column("arm", sg::Role::key, sg::ColumnType::string);
   table.add_column("seed", sg::Role::key, sg::ColumnType::int64);
   table.add_column("val_loss", sg::Role::value, sg::ColumnType::float64).units = "nats";
-  table.add_column("tokens", sg::Role::value, sg::ColumnType::int64).units = "tokens";
+  table.add_column("val_batches", sg::Role::value, sg::ColumnType::int64).units = "batches";
+  table.add_column("eval_seed", sg::Role::value, sg::ColumnType::int64);
+  table.add_column("scored_tokens", sg::Role::value, sg::ColumnType::int64).units = "tokens";
   table.add_column("steps", sg::Role::value, sg::ColumnType::int64).units = "optimizer steps";
   const auto start = std::chrono::steady_clock::now();
   sg::measure_runs(runs, device, table, [&](const sg::MeasuredRun& run, sg::GPTImpl& model) {
@@ -119,10 +121,12 @@ void run_wide(const Options& options, const std::string& command_line) {
     const int64_t batches = options.batches > 0 ? options.batches : config.train.final_eval_batches;
     const double loss = sg::validation_loss(model, tokens, config, batches, device);
     const int64_t scored = batches * config.train.batch() * config.model.block_size;
-    table.append_row({config.tier, config.model.arm.name(), config.seed, loss, scored, run.state.step});
+    table.append_row({config.tier, config.model.arm.name(), config.seed, loss, batches, config.train.eval_seed, scored,
+                      run.state.step});
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double left = elapsed / static_cast<double>(run.index + 1) * static_cast<double>(run.count - run.index - 1);
-    sg::log::info(run.progress + run.path + ": val_loss " + sg::format_exact(loss) + " (eta " +
+    sg::log::info(run.progress + run.path + ": val_loss " + sg::format_exact(loss) + " on " + std::to_string(batches) +
+                  " validation batches (eval_seed " + std::to_string(config.train.eval_seed) + ") (eta " +
                   sg::format_duration(left) + ")");
   });
   sg::write_table(options.common.output, table, provenance, options.common.force);

@@ -77,6 +77,11 @@ json describe_run(const std::string& path) {
           {"iterations", config.train.iterations},
           {"finished", state.finished},
           {"final_val_loss", number(state.final_val_loss)},
+          {"final_val_batches", config.train.final_eval_batches},
+          {"curve_val_batches", config.train.eval_batches},
+          {"val_batch_windows", config.train.batch()},
+          {"val_window_tokens", config.model.block_size},
+          {"eval_seed", config.train.eval_seed},
           {"last_val_loss", state.curves.val_loss.empty() ? json(nullptr) : number(state.curves.val_loss.back())},
           {"tokens_seen", state.tokens_seen},
           {"token_file", state.token_file},
@@ -155,8 +160,16 @@ std::string render(const json& d) {
     lines.add("progress", "step " + text_of(r["step"]) + " of " + text_of(r["iterations"]) +
                               (r["finished"].get<bool>() ? ", finished" : ", unfinished") + ", " +
                               text_of(r["tokens_seen"]) + " tokens seen");
-    lines.add("final val_loss", text_of(r["final_val_loss"]) + (r["finished"].get<bool>() ? "" : " (last estimate: " +
-                                                                                              text_of(r["last_val_loss"]) + ")"));
+    // Every validation loss says which batches it is over: the final value (sg-eval's default, Table 1's)
+    // over final_eval_batches, the curve's over eval_batches, both from the start of the same stream.
+    const std::string windows = " batches of " + text_of(r["val_batch_windows"]) + " windows x " +
+                                text_of(r["val_window_tokens"]) + " tokens, eval_seed " + text_of(r["eval_seed"]);
+    lines.add("final val_loss",
+              r["finished"].get<bool>()
+                  ? text_of(r["final_val_loss"]) + " (" + text_of(r["final_val_batches"]) + windows +
+                        ": sg-eval's default, Tables 1, 2, 5)"
+                  : text_of(r["final_val_loss"]) + " (last estimate: " + text_of(r["last_val_loss"]) + " over the curve's " +
+                        text_of(r["curve_val_batches"]) + windows + ")");
     lines.add("last checkpoint", text_of(r["checkpoint_time"]));
     lines.add("token file", text_of(r["token_file"]) + "  sha256 " + text_of(r["token_file_sha256"]));
     if (r["loss_plan"].is_null()) {
@@ -259,6 +272,10 @@ std::string run_curves(const std::vector<std::string>& paths) {
     for (const auto& [key, value] : state.labels) name += "/" + key + "=" + value;
     const std::string prefix = name + "\t" + config.tier + "\t" + config.model.arm.name() + "\t" +
                                std::to_string(config.seed) + "\t";
+    out << "# " << name << ": val_loss over eval_batches " << config.train.eval_batches << " (batches of "
+        << config.train.batch() << " windows x " << config.model.block_size << " tokens, eval_seed "
+        << config.train.eval_seed << "); the final val_loss over final_eval_batches " << config.train.final_eval_batches
+        << " of the same stream\n";
     const auto& c = state.curves;
     auto series = [&](const char* what, const std::vector<int64_t>& steps, const std::vector<double>& values) {
       for (size_t i = 0; i < steps.size() && i < values.size(); ++i)

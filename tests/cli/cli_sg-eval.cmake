@@ -78,3 +78,18 @@ add_test(NAME "cli: sg-eval one zero-shot task alone"
 set_tests_properties("cli: sg-eval one zero-shot task alone" PROPERTIES FIXTURES_REQUIRED sg_run
                      PASS_REGULAR_EXPRESSION "tiny,combo2,0,tiny/combo2/0,sinkgate,lambada,acc,all,")
 list(APPEND SG_CORPUS_TESTS "cli: sg-eval another token file (fixture)")
+
+# One validation loss, named by its batches: sg-eval's default (the run's final_eval_batches, its
+# eval_seed) is the number sg-info prints as the run's final val_loss, and both name the batches.
+add_test(NAME "cli: sg-eval and sg-info give one final validation loss and name its batches"
+         COMMAND bash -c "set -euo pipefail; r=${SG_CLI_DATA}/run.h5; \
+$<TARGET_FILE:sg-info> $r | grep 'final val_loss'; \
+$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 $r --threads 1 --log-level error -o - \
+| $<TARGET_FILE:sg-tabulate> - --format csv | grep -v '^#' > ${SG_CLI_DATA}/eval-named.csv; cat ${SG_CLI_DATA}/eval-named.csv; \
+python3 -c \"import csv, json, subprocess, sys; row = next(csv.DictReader(open(sys.argv[1]))); \
+info = json.loads(subprocess.check_output([sys.argv[2], '--format', 'json', sys.argv[3]]).splitlines()[0])['run']; \
+print('same loss' if abs(float(row['val_loss']) - info['final_val_loss']) < 1e-5 and int(row['val_batches']) == info['final_val_batches'] else 'DIFFERENT')\" \
+${SG_CLI_DATA}/eval-named.csv $<TARGET_FILE:sg-info> $r")
+set_tests_properties("cli: sg-eval and sg-info give one final validation loss and name its batches" PROPERTIES
+  FIXTURES_REQUIRED "sg_tokens;sg_run"
+  PASS_REGULAR_EXPRESSION "final val_loss +[0-9.]+ \\(1 batches of 8 windows x 32 tokens, eval_seed 1234: sg-eval's default, Tables 1, 2, 5\\)\ntier,arm,seed,val_loss,val_batches,eval_seed,scored_tokens,steps,run\ntiny,combo2,0,[0-9.]+,1,1234,256,6,[^\n]*\nsame loss\n")

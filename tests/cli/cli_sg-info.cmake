@@ -65,5 +65,5 @@ if ${info} --format json ${SG_CLI_DATA}/run.h5 -o \"$d/info.jsonl\" 2>&1; then e
            COMMAND ${info} --curves ${SG_CLI_DATA}/run.h5)
   set_tests_properties("cli: sg-info --curves prints a run's curves as TSV" PROPERTIES
     FIXTURES_REQUIRED "sg_tokens;sg_run"
-    PASS_REGULAR_EXPRESSION "^# run\ttier\tarm\tseed\tseries\tstep\tvalue\ntiny/combo2/0\ttiny\tcombo2\t0\ttrain_loss\t1\t[0-9.]+\n.*tiny/combo2/0\ttiny\tcombo2\t0\tval_loss\t6\t[0-9.]+\n")
+    PASS_REGULAR_EXPRESSION "^# run\ttier\tarm\tseed\tseries\tstep\tvalue\n# tiny/combo2/0: val_loss over eval_batches 1 \\(batches of 8 windows x [0-9]+ tokens, eval_seed 1234\\); the final val_loss over final_eval_batches 1 of the same stream\ntiny/combo2/0\ttiny\tcombo2\t0\ttrain_loss\t1\t[0-9.]+\n.*tiny/combo2/0\ttiny\tcombo2\t0\tval_loss\t6\t[0-9.]+\n")
 endif()
