@@ -102,3 +102,12 @@ table5 >/dev/null; cat ${SG_MAKE_WORK}/tinystories/table5.md")
 set_tests_properties("make: Table 5 carries the TinyStories tier's rows when its token file is present" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "\\| TinyStories 10M \\| baseline \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|\n\\|  \\| off-by-one \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|\n\\| tiny \\| baseline \\| [0-9.]+ \\| – \\| [0-9.]+ \\|")
+
+# sinks-cpu: the sink analysis by training budget, one run per budget and arm, a row per budget.
+add_test(NAME "make: sinks-cpu tabulates the sink analysis by training budget"
+         COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/sinks-cpu'; ${SG_MAKE_LINE} -j2 OUT=${SG_MAKE_WORK}/sinks-cpu \
+SINKS_CPU_TOKENS=${SG_CLI_DATA}/tokens.h5 SINKS_CPU_TIER=tiny SINKS_CPU_STEPS='2 4' \
+SINKS_CPU_FLAGS='--set eval_interval=2 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16' sinks-cpu")
+set_tests_properties("make: sinks-cpu tabulates the sink analysis by training budget" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "\\| Steps \\| baseline mass on position 0 \\| baseline position-0 norm ratio \\| sink logit mass on position 0 \\| sink logit mass on the phantom \\| sink logit position-0 norm ratio \\|\n[^\n]*\n\\| 2 \\| 0\\.[0-9]+ \\| [0-9.]+ \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\|\n\\| 4 \\| 0\\.[0-9]+ \\| [0-9.]+ \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\|")
