@@ -119,6 +119,12 @@ _, err = tool("sg-train", "--tokens", "tokens.h5", *tiny, "--set", f"vocab_size=
               code=3)
 check(f"token ids go up to {vocab_size - 1}" in err, "a vocab_size below the largest id is not refused: " + err)
 
+info = [json.loads(line) for line in tool("sg-info", "tokens.h5", "run.h5", "--format", "json")[0].splitlines()]
+for described, part in zip(info, ("tokens", "run")):
+    record = described[part]["tokenizer_record"]
+    check(record["kind"] == "tokenizer.json" and record["sha256"] == vocab_sha and record["embedded"],
+          f"sg-info {part}: {record}")
+
 # 4. sg-sample decodes with the run's own vocabulary.
 prompt = documents[0][:40]
 sample = ["--prompt", prompt, "-n", "24", "--greedy", "--no-stop", "--log-level", "error"]

@@ -1482,9 +1482,11 @@ Tokenizer Tokenizer::load(const std::string& path) {
       return Tokenizer(impl);
     }
     const std::string merges_path = (fs::path(path).parent_path() / "merges.txt").string();
-    if (!fs::exists(merges_path))
+    if (!fs::exists(merges_path)) {
+      read_vocab_object(json, path);  // a malformed vocab.json is named first
       throw InputError("vocab.json '" + path + "' needs merges.txt beside it, and '" + merges_path + "' does not exist",
                        kVocabularyHint);
+    }
     std::string merges = read_file(merges_path, "merges file");
     auto impl = load_vocab_json(path, json, merges_path, merges);
     identify(*impl, "vocab.json+merges.txt", {{"vocab.json", std::move(content)}, {"merges.txt", std::move(merges)}});

@@ -40,7 +40,7 @@ void write_tokenizer_record(h5::Group& root, const TokenizerRecord& record) {
     group.write_array("files/" + file.name, h5::Dtype::uint8, {static_cast<int64_t>(file.bytes.size())},
                       file.bytes.data());
   }
-  group.set_attribute("files", names);
+  if (!names.empty()) group.set_attribute("files", names);  // absent for GPT-2's: no files
 }
 
 TokenizerRecord read_tokenizer_record(const h5::Group& root, const std::string& file) {

@@ -28,7 +28,7 @@ struct TokenizerRecord {
 inline constexpr int64_t kMaxEmbeddedVocabularyBytes = kMaxVocabularyFileBytes;
 
 /// Writes the group /tokenizer of `root` (attributes kind, sha256, vocab_size, eot_id, source,
-/// files; datasets files/NAME, uint8). Throws OutputError.
+/// and files when there are any; datasets files/NAME, uint8). Throws OutputError.
 void write_tokenizer_record(h5::Group& root, const TokenizerRecord& record);
 
 /// Reads /tokenizer of `root` (a record that is not known() when the group is absent). Throws
