@@ -300,7 +300,8 @@ int main(int argc, char** argv) {
   parser.option("--wikitext", options.wikitext,
                 "WikiText-2 test: wiki.test.raw, or JSON Lines of pages (field page) or of lines (field text)");
   parser.option("--vocab", options.vocab,
-                "vocabulary for every model (default: a folder's own; the GPT-2 vocabulary for run files)");
+                "vocabulary for every model (default: a folder's own; a run file's recorded one, GPT-2's for runs of "
+                "older versions); for a run file it must be the vocabulary the run records");
   parser.renamed("--tokenizer", "--vocab");
   parser.option("--examples", options.examples, "also write every example's log-likelihood to this result table");
   parser.option("--batch-size", options.batch_size, "zero-shot requests per forward pass");

@@ -53,10 +53,13 @@ struct Options {
   sg::ProbeOptions probe;
 };
 
-/// The vocabulary that decodes the token file's ids: --vocab, else the file the token file was
-/// made with (its `vocabulary` attribute) when it is still there, else the default vocabulary.
-/// UsageError when its size differs from the token file's.
+/// The vocabulary that decodes the token file's ids: the one it records (embedded, or GPT-2's),
+/// which --vocab must match; for token files of older versions --vocab, else the file the token
+/// file was made with (its `vocabulary` attribute) when it is still there, else the default
+/// vocabulary. UsageError when its size differs from the token file's.
 sg::Tokenizer load_vocabulary(const std::string& given, const sg::TokenFile& tokens) {
+  if (tokens.info().tokenizer_record.known())
+    return sg::tokenizer_for(tokens.info().tokenizer_record, tokens.path(), given);
   std::string path = given;
   if (path.empty()) {
     path = tokens.info().vocabulary;
@@ -140,7 +143,8 @@ void run(const Options& options, const std::string& command_line) {
                     "; its rows are left out");
     sg::append_probe_rows(table, config, result);
   });
-  if (vocabulary) provenance.inputs.push_back({vocabulary->path(), sg::sha256_file(vocabulary->path())});
+  if (vocabulary && !tokens.info().tokenizer_record.known())  // else the token file itself holds it
+    provenance.inputs.push_back({vocabulary->path(), sg::sha256_file(vocabulary->path())});
   sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 

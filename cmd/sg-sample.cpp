@@ -123,7 +123,9 @@ int main(int argc, char** argv) {
   parser.flag("--echo", options.echo, "write the prompt before the generated text");
   parser.flag("--no-stop", options.no_stop, "go on past an end-of-text token");
   parser.flag("--no-cache", options.no_cache, "recompute the whole sequence at every step (slow; checks the cache)");
-  parser.option("--vocab", options.vocab, "vocabulary (default: a folder's own; the GPT-2 vocabulary for run files)");
+  parser.option("--vocab", options.vocab,
+                "vocabulary (default: a folder's own; a run file's recorded one, GPT-2's for runs of older versions); "
+                "for a run file it must be the vocabulary the run records");
   parser.renamed("--tokenizer", "--vocab");
   parser.common(options.common, sg::cli::kSeed | sg::cli::kDevice | sg::cli::kThreads | sg::cli::kLogLevel);
   return sg::run_torch_tool(parser, argc, argv, [&] {

@@ -46,7 +46,7 @@ void run(const Options& options, const std::string& command_line) {
   tokenize.force = options.common.force;
   tokenize.val_tokens = options.val_tokens;
   tokenize.threads = options.common.threads;
-  tokenize.tokenizer_name = tokenizer.vocab_size() == 50257 ? "gpt2" : vocab;
+  tokenize.tokenizer_name = tokenizer.identity().kind == "gpt2" ? "gpt2" : vocab;
   tokenize.corpus.text_field = options.text_field;
   tokenize.corpus.stdin_jsonl = options.jsonl;
   const auto files = sg::expand_inputs(options.inputs);

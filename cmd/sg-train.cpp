@@ -23,6 +23,7 @@
 #include "lib/io/provenance.h"
 #include "lib/run/config.h"
 #include "lib/model/runtime.h"
+#include "lib/text/token_file.h"
 #include "lib/train/train.h"
 
 namespace {
@@ -100,6 +101,8 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   } else {
     if (distributed.rank == 0) sg::h5::check_writable(options.common.output, options.common.force, {options.tokens});
     config = sg::make_run_config(options.tier, options.arm, options.common.seed);
+    // The model's vocabulary is the token file's unless --config or --set say otherwise.
+    config.model.vocab_size = sg::model_vocab_size(sg::TokenFile::read_info(options.tokens));
     if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
     sg::apply_overrides(config, options.overrides);
     config.model.validate();

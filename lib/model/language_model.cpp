@@ -6,6 +6,7 @@
 #include "lib/base/error.h"
 #include "lib/base/log.h"
 #include "lib/io/safetensors.h"
+#include "lib/text/tokenizer_record.h"
 
 namespace sg {
 namespace {
@@ -37,19 +38,20 @@ std::string default_model_name(const std::string& path) {
 std::vector<std::string> model_input_files(const std::string& path, const std::string& tokenizer) {
   std::vector<std::string> files;
   const bool folder = is_pretrained_folder(path);
+  bool embedded = false;
   if (folder) {
     read_pretrained_config(path + "/config.json");
     files.push_back(path + "/config.json");
     for (const auto& p : SafetensorsFolder::open(path).paths()) files.push_back(p);
   } else {
-    read_run_state(path);  // the file kind and version
+    embedded = !read_run_state(path).tokenizer.files.empty();  // also checks the file kind and version
     files.push_back(path);
   }
-  // The vocabulary files that loading will read.
+  // The vocabulary files that loading will read (none beside a run file that embeds its own).
   if (!tokenizer.empty()) {
     if (is_file(tokenizer)) files.push_back(tokenizer);
   } else if (!folder) {
-    if (is_file(default_vocabulary_path())) files.push_back(default_vocabulary_path());
+    if (!embedded && is_file(default_vocabulary_path())) files.push_back(default_vocabulary_path());
   } else if (is_file(path + "/tokenizer.json")) {
     files.push_back(path + "/tokenizer.json");
   } else {
@@ -64,13 +66,16 @@ LanguageModel LanguageModel::load(const std::string& path, const torch::Device& 
   model.path_ = path;
   model.device_ = device;
   const bool folder = is_pretrained_folder(path);
-  model.vocabulary_ = !tokenizer.empty() ? tokenizer : folder ? path : default_vocabulary_path();
-  model.tokenizer_ = std::make_shared<const Tokenizer>(Tokenizer::load(model.vocabulary_));
   if (folder) {
+    model.vocabulary_ = !tokenizer.empty() ? tokenizer : path;
+    model.tokenizer_ = std::make_shared<const Tokenizer>(Tokenizer::load(model.vocabulary_));
     model.pretrained_ = std::make_shared<const PretrainedModel>(PretrainedModel::load(path, device));
     model.name_ = default_model_name(path);
   } else {
     model.run_state_ = std::make_shared<RunState>(read_run_state(path));
+    // The run's own vocabulary (embedded, or GPT-2's); a --vocab must be that one.
+    model.tokenizer_ = std::make_shared<const Tokenizer>(tokenizer_for(model.run_state_->tokenizer, path, tokenizer));
+    model.vocabulary_ = model.tokenizer_->path();
     model.run_ = load_model(path, model.run_state_->config, device).ptr();
     model.run_->eval();
     const auto& c = model.run_state_->config;

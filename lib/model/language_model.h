@@ -2,8 +2,11 @@
 // score and sample from: a sinkgate run file (any arm, lib/model/model.h) and a Hugging Face GPT-2
 // or GPT-NeoX (Pythia) folder (lib/model/pretrained.h), each with the tokenizer its ids belong to.
 //
-// Tokenizer: a folder's own (tokenizer.json, else vocab.json + merges.txt), for a run file the
-// default GPT-2 vocabulary (default_vocabulary_path()); an explicit vocabulary overrides either.
+// Tokenizer: a folder's own (tokenizer.json, else vocab.json + merges.txt), which an explicit
+// vocabulary overrides; for a run file the one it records (lib/text/tokenizer_record.h: embedded,
+// or GPT-2's default_vocabulary_path()), and an explicit vocabulary must be that one (InputError
+// naming both hashes otherwise); runs of older versions record none: the default GPT-2
+// vocabulary, or the explicit one, unchecked.
 // Every id the tokenizer can give must be inside the model's vocabulary (checked on load).
 //
 // Not here: what is scored (zero_shot.h), how tokens are chosen (generation.h).

@@ -316,11 +316,15 @@ void load_config_file(RunConfig& config, const std::string& path) {
   }
 }
 
+int64_t model_vocab_size(const TokenFileInfo& tokens) { return tokens.vocab_size; }
+
 void check_vocabulary_fits(const TokenFile& tokens, const ModelConfig& model, const std::string& model_source) {
   if (tokens.info().vocab_size <= model.vocab_size) return;
   throw InputError(tokens.path() + ": token ids go up to " + std::to_string(tokens.info().vocab_size - 1) + " but " +
-                       model_source + " has a vocabulary of " + std::to_string(model.vocab_size) + " entries",
-                   "use a token file of the model's tokenizer (or, for a new run, --set vocab_size=N)");
+                       model_source + " has a vocabulary of " + std::to_string(model.vocab_size) +
+                       " entries (vocab_size must exceed the largest id)",
+                   "use a token file of the model's tokenizer (or, for a new run, leave vocab_size unset: sg-train "
+                   "takes the token file's, " + std::to_string(tokens.info().vocab_size) + ")");
 }
 
 std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& config) {

@@ -114,8 +114,13 @@ void apply_overrides(RunConfig& config, const std::vector<std::string>& assignme
 /// throws InputError naming the file and line (also for a `tier` other than config.tier).
 void load_config_file(RunConfig& config, const std::string& path);
 
+/// The vocab_size of a new run on a token file when the user sets none: the token file's
+/// vocab_size as it is, not padded (the paper's tiers use GPT-2's 50,257; docs/decisions.md).
+int64_t model_vocab_size(const TokenFileInfo& tokens);
+
 /// Throws InputError naming the token file when its ids can reach past the model's vocabulary
-/// (token vocab_size > model.vocab_size), with a hint; `model_source` names the model in the message.
+/// (token vocab_size > model.vocab_size: the largest id, vocab_size − 1, has no row), with a hint;
+/// `model_source` names the model in the message.
 void check_vocabulary_fits(const TokenFile& tokens, const ModelConfig& model, const std::string& model_source);
 
 /// Every field as (name, value string), in a fixed order; round-trips through set_field.

@@ -37,11 +37,26 @@ json provenance_json(const h5::Group& root) {
 
 json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
+// A tokenizer record (lib/SCHEMA.md "Tokenizer record"), null when the file has none.
+json describe_record(const TokenizerRecord& record) {
+  if (!record.known()) return nullptr;
+  return {{"kind", record.identity.kind},     {"sha256", record.identity.sha256},
+          {"vocab_size", record.identity.vocab_size}, {"eot_id", record.identity.eot_id},
+          {"source", record.source},          {"embedded", !record.files.empty()}};
+}
+
+std::string text_of_record(const json& record) {
+  if (record.is_null()) return "not recorded (a file of an older version: GPT-2's vocabulary is assumed)";
+  return record["kind"].get<std::string>() + ", sha256 " + record["sha256"].get<std::string>() + ", " +
+         (record["embedded"].get<bool>() ? "embedded" : "not embedded (GPT-2's)");
+}
+
 json describe_tokens(const std::string& path) {
   const auto tokens = TokenFile::open(path);
   const auto& info = tokens.info();
   return {{"tokenizer", info.tokenizer},   {"vocab_size", info.vocab_size},   {"eot_id", info.eot_id},
-          {"documents", info.documents},   {"val_tokens", info.val_tokens}, {"train_tokens", info.train_tokens}};
+          {"documents", info.documents},   {"val_tokens", info.val_tokens}, {"train_tokens", info.train_tokens},
+          {"tokenizer_record", describe_record(info.tokenizer_record)}};
 }
 
 /// The file's modification time (its last checkpoint, for a run file) in UTC, ISO 8601.
@@ -86,6 +101,7 @@ json describe_run(const std::string& path) {
           {"tokens_seen", state.tokens_seen},
           {"token_file", state.token_file},
           {"token_file_sha256", state.token_file_hash},
+          {"tokenizer_record", describe_record(state.tokenizer)},
           {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
           {"checkpoint_time", modified_utc(path)},
           {"config", fields},
@@ -145,6 +161,7 @@ std::string render(const json& d) {
     const auto& t = d["tokens"];
     lines.add("tokenizer", text_of(t["tokenizer"]) + ", vocabulary " + text_of(t["vocab_size"]) + ", end-of-text id " +
                                text_of(t["eot_id"]));
+    lines.add("vocabulary", text_of_record(t["tokenizer_record"]));
     lines.add("documents", text_of(t["documents"]));
     lines.add("validation split", text_of(t["val_tokens"]) + " tokens (taken first)");
     lines.add("training split", text_of(t["train_tokens"]) + " tokens");
@@ -172,6 +189,7 @@ std::string render(const json& d) {
                         text_of(r["curve_val_batches"]) + windows + ")");
     lines.add("last checkpoint", text_of(r["checkpoint_time"]));
     lines.add("token file", text_of(r["token_file"]) + "  sha256 " + text_of(r["token_file_sha256"]));
+    lines.add("vocabulary", text_of_record(r["tokenizer_record"]));
     if (r["loss_plan"].is_null()) {
       lines.add("loss plan", "not recorded (a run file of an older version: a resume fixes one and records it)");
     } else {

@@ -29,6 +29,7 @@ void write_run_contents(h5::Group& root, const RunState& state, const Provenance
   status.set_attribute("final_val_loss", state.final_val_loss);
   status.set_attribute("token_file", state.token_file);
   status.set_attribute("token_file_sha256", state.token_file_hash);
+  if (state.tokenizer.known()) write_tokenizer_record(root, state.tokenizer);
   if (!state.labels.empty()) {
     auto labels = root.create_group("labels");
     for (const auto& [key, value] : state.labels) labels.set_attribute(key, value);
@@ -75,6 +76,7 @@ RunState read_run_state(const std::string& path) {
     const auto labels = root.group("labels");
     for (const auto& key : labels.attribute_names()) state.labels.emplace_back(key, labels.attribute_string(key));
   }
+  state.tokenizer = read_tokenizer_record(root, path);
   // The file's configuration and state are checked as strictly as a command line's: a damaged
   // file must fail here, naming itself, not crash the training loop (a zero interval divides).
   try {
@@ -93,6 +95,9 @@ RunState read_run_state(const std::string& path) {
     bad_state("data_position " + std::to_string(state.data_position) + " is not step x batch = " +
               std::to_string(state.step * t.batch()));
   if (state.tokens_seen < 0) bad_state("tokens_seen " + std::to_string(state.tokens_seen) + " is negative");
+  if (state.tokenizer.known() && state.tokenizer.identity.vocab_size > state.config.model.vocab_size)
+    bad_state("/tokenizer has " + std::to_string(state.tokenizer.identity.vocab_size) +
+              " ids, more than the model's vocab_size " + std::to_string(state.config.model.vocab_size));
   if (state.finished && state.step != t.iterations)
     bad_state("says finished at step " + std::to_string(state.step) + " of " + std::to_string(t.iterations));
   if (c.train_loss.size() != c.step.size() || c.lr.size() != c.step.size() ||

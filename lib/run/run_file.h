@@ -15,6 +15,7 @@
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
 #include "lib/run/config.h"
+#include "lib/text/tokenizer_record.h"
 
 namespace sg {
 
@@ -43,6 +44,9 @@ struct RunState {
   /// sg-train --label KEY=VALUE: extra key columns of every result row made from the run (a label
   /// `run` names it in place of its file). Group /labels of the run file, one string attribute each.
   std::vector<std::pair<std::string, std::string>> labels;
+  /// The tokenizer of the token file trained on (group /tokenizer): its identity and, unless it is
+  /// GPT-2's, its embedded vocabulary. Not known() in runs of older versions (read as GPT-2's).
+  TokenizerRecord tokenizer;
 };
 
 /// Parses --label specs "KEY=VALUE": KEY of letters, digits and '_' not starting with a digit,

@@ -182,6 +182,7 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
   }
   TokenWriter writer(options.output, options.force, val_tokens, options.tokenizer_name, tokenizer.vocab_size(),
                      tokenizer.eot_id());
+  write_tokenizer_record(writer.root(), TokenizerRecord::of(tokenizer));
   if (annotate) annotate(writer);
   const int64_t threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   const auto start = std::chrono::steady_clock::now();

@@ -16,7 +16,30 @@ int64_t resident_limit() {
   return int64_t{1} << 31;  // 8 GiB as int32
 }
 
+TokenFileInfo read_attributes(const h5::File& file, const std::string& path) {
+  h5::check_format(file, kTokenFormat, kTokenSchemaVersion);
+  TokenFileInfo info;
+  info.tokenizer = file.attribute_string("tokenizer");
+  info.vocab_size = file.attribute_int("vocab_size");
+  info.eot_id = file.attribute_int("eot_id");
+  info.documents = file.attribute_int("documents");
+  if (file.has_attribute("vocabulary")) info.vocabulary = file.attribute_string("vocabulary");
+  info.tokenizer_record = read_tokenizer_record(file, path);
+  const auto& identity = info.tokenizer_record.identity;
+  if (identity.known() && (identity.vocab_size != info.vocab_size || identity.eot_id != info.eot_id))
+    throw InputError(path + ": /tokenizer says " + std::to_string(identity.vocab_size) + " ids and end-of-text " +
+                         std::to_string(identity.eot_id) + ", the file's attributes " + std::to_string(info.vocab_size) +
+                         " and " + std::to_string(info.eot_id),
+                     "the token file is damaged");
+  return info;
+}
+
 }  // namespace
+
+TokenFileInfo TokenFile::read_info(const std::string& path) {
+  const auto file = h5::File::open(path);
+  return read_attributes(file, path);
+}
 
 std::string to_string(Split split) { return split == Split::val ? "val" : "train"; }
 
@@ -33,13 +56,8 @@ TokenFile TokenFile::open(const std::string& path) {
   tokens.state_ = std::make_shared<State>();
   auto& state = *tokens.state_;
   state.file = h5::File::open(path);
-  h5::check_format(state.file, kTokenFormat, kTokenSchemaVersion);
   auto& info = tokens.info_;
-  info.tokenizer = state.file.attribute_string("tokenizer");
-  info.vocab_size = state.file.attribute_int("vocab_size");
-  info.eot_id = state.file.attribute_int("eot_id");
-  info.documents = state.file.attribute_int("documents");
-  if (state.file.has_attribute("vocabulary")) info.vocabulary = state.file.attribute_string("vocabulary");
+  info = read_attributes(state.file, path);
   for (Split split : {Split::val, Split::train}) {
     auto& dataset = state.datasets[static_cast<int>(split)];
     dataset = state.file.dataset("tokens/" + to_string(split));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/io/h5.h"
+#include "lib/text/tokenizer_record.h"
 
 namespace sg {
 
@@ -24,6 +25,7 @@ inline constexpr int64_t kTokenSchemaVersion = 1;
 struct TokenFileInfo {
   std::string tokenizer;     // e.g. "gpt2"
   std::string vocabulary;    // the vocabulary file the ids came from ("" when not recorded)
+  TokenizerRecord tokenizer_record;  // its identity and embedded files (not known() in older files)
   int64_t vocab_size = 0;    // ids are < vocab_size
   int64_t eot_id = -1;       // the end-of-text id joining documents
   int64_t documents = 0;
@@ -37,6 +39,9 @@ class TokenFile {
  public:
   /// Opens and checks the format; throws InputError naming the file.
   static TokenFile open(const std::string& path);
+  /// What open() would say about the file, from its attributes alone (no ids read): a cheap look
+  /// for tools that need only the vocabulary. Throws InputError as open().
+  static TokenFileInfo read_info(const std::string& path);
 
   const TokenFileInfo& info() const { return info_; }
   const std::string& path() const { return path_; }

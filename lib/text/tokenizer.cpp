@@ -33,8 +33,11 @@
 #include <set>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include "lib/base/error.h"
 #include "lib/base/paths.h"
+#include "lib/io/provenance.h"
 
 namespace sg {
 namespace {
@@ -723,6 +726,9 @@ struct Tokenizer::Impl {
   std::vector<AddedToken> added_tokens;
   TokenTrie raw_tokens, normalized_tokens;
   bool cut_safe = true;
+  // What it was read from (Tokenizer::identity, Tokenizer::files).
+  TokenizerIdentity identity;
+  std::vector<VocabularyFile> files;
 
   // Appends the BPE ids of one piece p[0, n), n ≥ 1.
   void encode_piece(const unsigned char* p, size_t n, std::vector<int32_t>& out) const {
@@ -1000,16 +1006,35 @@ constexpr const char* kVocabularyHint =
     "tokenizer.json, or a vocab.json with merges.txt beside it";
 
 std::string read_file(const std::string& path, const char* what) {
+  // Only a regular file of bounded size: /dev/zero, /dev/urandom or a FIFO would otherwise be read
+  // without end (or block for ever on open).
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    throw InputError("cannot open " + std::string(what) + " '" + path + "': " + std::strerror(errno), kVocabularyHint);
+  if (!S_ISREG(info.st_mode))
+    throw InputError(std::string(what) + " '" + path + "' is not a regular file (a device, FIFO or folder)",
+                     kVocabularyHint);
+  if (info.st_size > kMaxVocabularyFileBytes)
+    throw InputError(std::string(what) + " '" + path + "' has " + std::to_string(info.st_size) +
+                         " bytes, more than the " + std::to_string(kMaxVocabularyFileBytes >> 20) +
+                         " MiB a vocabulary file may have",
+                     kVocabularyHint);
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file)
     throw InputError("cannot open " + std::string(what) + " '" + path + "': " + std::strerror(errno), kVocabularyHint);
   std::string content;
   char buffer[1 << 16];
   size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) content.append(buffer, got);
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0 &&
+         static_cast<int64_t>(content.size()) <= kMaxVocabularyFileBytes)
+    content.append(buffer, got);
   const bool failed = std::ferror(file);
   std::fclose(file);
   if (failed) throw InputError("cannot read " + std::string(what) + " '" + path + "'", kVocabularyHint);
+  if (static_cast<int64_t>(content.size()) > kMaxVocabularyFileBytes)
+    throw InputError(std::string(what) + " '" + path + "' grew past " + std::to_string(kMaxVocabularyFileBytes >> 20) +
+                         " MiB while being read",
+                     kVocabularyHint);
   return content;
 }
 
@@ -1236,13 +1261,9 @@ nlohmann::json parse_json(const std::string& path, const std::string& content) {
 }
 
 // vocab.json + merges.txt ("#version" line, then one "left right" merge a line).
-std::shared_ptr<Tokenizer::Impl> load_vocab_json(const std::string& path, const nlohmann::json& object) {
+std::shared_ptr<Tokenizer::Impl> load_vocab_json(const std::string& path, const nlohmann::json& object,
+                                                 const std::string& merges_path, const std::string& text) {
   const auto vocab = read_vocab_object(object, path);
-  const std::string merges_path = (std::filesystem::path(path).parent_path() / "merges.txt").string();
-  if (!std::filesystem::exists(merges_path))
-    throw InputError("vocab.json '" + path + "' needs merges.txt beside it, and '" + merges_path + "' does not exist",
-                     kVocabularyHint);
-  const std::string text = read_file(merges_path, "merges file");
   MergeList merges;
   std::vector<size_t> lines;
   size_t line_number = 0;
@@ -1400,6 +1421,47 @@ std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, co
 
 }  // namespace
 
+namespace {
+
+// GPT-2's token table: the SHA-256 of every id's bytes in id order, each preceded by its length as
+// 4 bytes little-endian (50,257 ids, <|endoftext|> last). Read from gpt2.tiktoken; the Hugging
+// Face files of GPT-2 (vocab.json + merges.txt, tokenizer.json) give the same table.
+constexpr const char* kGpt2TableSha256 = "a5623714bcf19049eb0fd78df19b6daa1e61ac435b86a5deae767768e7fcdc3d";
+
+std::string table_sha256(const Tokenizer::Impl& impl) {
+  std::string table;
+  for (const auto& bytes : impl.token_bytes) {
+    const auto n = static_cast<uint32_t>(bytes.size());
+    for (int k = 0; k < 4; ++k) table.push_back(static_cast<char>(n >> (8 * k) & 0xFF));
+    table += bytes;
+  }
+  return sha256_bytes(table);
+}
+
+// Records what impl was read from: its files, their kind and hash.
+Tokenizer::Impl& identify(Tokenizer::Impl& impl, const std::string& format, std::vector<VocabularyFile> files) {
+  std::string all;
+  for (const auto& file : files) all += file.bytes;
+  auto& identity = impl.identity;
+  identity.sha256 = sha256_bytes(all);
+  identity.vocab_size = static_cast<int64_t>(impl.token_bytes.size());
+  identity.eot_id = impl.eot;
+  // GPT-2's table with encode() = tiktoken's encode_ordinary: no added tokens (tokenizer.json's
+  // would split "<|endoftext|>" out of the text), no normaliser.
+  const bool plain = !impl.nfc && impl.added_tokens.empty();
+  identity.kind = plain && identity.vocab_size == 50257 && table_sha256(impl) == kGpt2TableSha256 ? "gpt2" : format;
+  impl.files = std::move(files);
+  return impl;
+}
+
+nlohmann::json parse_tokenizer_json(const std::string& label, const std::string& content) {
+  const size_t first = content.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || content[first] != '{') malformed(label, 0, "not a JSON object");
+  return parse_json(label, content);
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::load(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -1409,16 +1471,71 @@ Tokenizer Tokenizer::load(const std::string& path) {
     throw InputError("vocabulary folder '" + path + "' has neither tokenizer.json nor vocab.json", kVocabularyHint);
   }
   if (fs::path(path).filename() == "merges.txt") return load((fs::path(path).parent_path() / "vocab.json").string());
-  const std::string content = read_file(path, "vocabulary file");
+  std::string content = read_file(path, "vocabulary file");
   const size_t first = content.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && content[first] == '{') {
     const auto json = parse_json(path, content);
     // vocab.json may well hold a token "model"; tokenizer.json's "model" is an object.
-    if (json.is_object() && json.contains("model") && json["model"].is_object())
-      return Tokenizer(load_tokenizer_json(path, json));
-    return Tokenizer(load_vocab_json(path, json));
+    if (json.is_object() && json.contains("model") && json["model"].is_object()) {
+      auto impl = load_tokenizer_json(path, json);
+      identify(*impl, "tokenizer.json", {{"tokenizer.json", std::move(content)}});
+      return Tokenizer(impl);
+    }
+    const std::string merges_path = (fs::path(path).parent_path() / "merges.txt").string();
+    if (!fs::exists(merges_path)) {
+      read_vocab_object(json, path);  // a malformed vocab.json is named first
+      throw InputError("vocab.json '" + path + "' needs merges.txt beside it, and '" + merges_path + "' does not exist",
+                       kVocabularyHint);
+    }
+    std::string merges = read_file(merges_path, "merges file");
+    auto impl = load_vocab_json(path, json, merges_path, merges);
+    identify(*impl, "vocab.json+merges.txt", {{"vocab.json", std::move(content)}, {"merges.txt", std::move(merges)}});
+    return Tokenizer(impl);
   }
-  return Tokenizer(load_rank_file(path, content));
+  auto impl = load_rank_file(path, content);
+  identify(*impl, "tiktoken", {{"vocabulary.tiktoken", std::move(content)}});
+  return Tokenizer(impl);
+}
+
+Tokenizer Tokenizer::load_files(const std::vector<VocabularyFile>& files, const std::string& label) {
+  auto names = [&] {
+    std::string all;
+    for (const auto& file : files) all += (all.empty() ? "" : ", ") + file.name;
+    return all.empty() ? std::string("none") : all;
+  };
+  if (files.size() == 1 && files[0].name == "tokenizer.json") {
+    const auto json = parse_tokenizer_json(label, files[0].bytes);
+    if (!json.contains("model") || !json["model"].is_object()) malformed(label, 0, "tokenizer.json has no \"model\" object");
+    auto impl = load_tokenizer_json(label, json);
+    identify(*impl, "tokenizer.json", files);
+    return Tokenizer(impl);
+  }
+  if (files.size() == 2 && files[0].name == "vocab.json" && files[1].name == "merges.txt") {
+    auto impl = load_vocab_json(label, parse_tokenizer_json(label, files[0].bytes), label + " (merges.txt)", files[1].bytes);
+    identify(*impl, "vocab.json+merges.txt", files);
+    return Tokenizer(impl);
+  }
+  if (files.size() == 1 && files[0].name == "vocabulary.tiktoken") {
+    auto impl = load_rank_file(label, files[0].bytes);
+    identify(*impl, "tiktoken", files);
+    return Tokenizer(impl);
+  }
+  throw InputError(label + ": the vocabulary files (" + names() +
+                       ") are not tokenizer.json, vocab.json with merges.txt, or vocabulary.tiktoken",
+                   "the file is damaged, or was written by a newer sinkgate");
+}
+
+const TokenizerIdentity& Tokenizer::identity() const { return impl_->identity; }
+const std::vector<VocabularyFile>& Tokenizer::files() const { return impl_->files; }
+
+bool TokenizerIdentity::same_vocabulary(const TokenizerIdentity& other) const {
+  if (kind == "gpt2" && other.kind == "gpt2") return true;
+  return sha256 == other.sha256 && vocab_size == other.vocab_size && eot_id == other.eot_id;
+}
+
+std::string TokenizerIdentity::describe() const {
+  if (!known()) return "unknown";
+  return kind + ", sha256 " + sha256.substr(0, 16) + "…, " + std::to_string(vocab_size) + " ids";
 }
 
 }  // namespace sg

@@ -65,6 +65,34 @@ bool is_valid_utf8(std::string_view text);
 /// The GPT-2 pre-tokens of text (valid UTF-8), in order; they concatenate to text.
 std::vector<std::string_view> pretokenize(std::string_view text);
 
+/// The largest vocabulary file a tool reads (64 MiB; GPT-2's tokenizer.json has 1.4 MB): a file
+/// above it, or anything but a regular file (a FIFO, /dev/zero), is an InputError naming it.
+inline constexpr int64_t kMaxVocabularyFileBytes = int64_t{64} << 20;
+
+/// One file of a vocabulary as it was read: its canonical name ("tokenizer.json", "vocab.json",
+/// "merges.txt" or "vocabulary.tiktoken") and its bytes.
+struct VocabularyFile {
+  std::string name;
+  std::string bytes;
+};
+
+/// What identifies a vocabulary (lib/SCHEMA.md "Tokenizer identity"): the same identity decodes
+/// the same ids to the same bytes and encodes text to the same ids.
+struct TokenizerIdentity {
+  /// "gpt2" (GPT-2's 50,257 tokens, in any of the formats), "tiktoken" (another rank file),
+  /// "tokenizer.json" or "vocab.json+merges.txt"; "" when not known (files of older versions).
+  std::string kind;
+  std::string sha256;  // of the vocabulary file's bytes (vocab.json's then merges.txt's, concatenated)
+  int64_t vocab_size = 0;
+  int64_t eot_id = -1;
+
+  bool known() const { return !kind.empty(); }
+  /// Whether a tokenizer of `other` decodes ids exactly as this one: both GPT-2's, or the same sha256.
+  bool same_vocabulary(const TokenizerIdentity& other) const;
+  /// "kind, sha256 1234abcd…, V ids" for messages.
+  std::string describe() const;
+};
+
 /// The vocabulary a tool uses when none is given: $SINKGATE_VOCAB, else gpt2.tiktoken in the
 /// cache folder that setup.sh fills ($SINKGATE_CACHE, else $XDG_CACHE_HOME/sinkgate, else
 /// ~/.cache/sinkgate).
@@ -78,6 +106,10 @@ class Tokenizer {
   /// line; the end-of-text id is the largest rank + 1). Throws InputError naming the file and the
   /// problem when a file is missing, unreadable or malformed.
   static Tokenizer load(const std::string& path);
+
+  /// Loads a vocabulary from the bytes of its files (as files() returns them, e.g. embedded in a
+  /// token or run file); `label` names it in messages and is path(). Throws InputError as load().
+  static Tokenizer load_files(const std::vector<VocabularyFile>& files, const std::string& label);
 
   /// The token ids of text (any bytes; see the file comment for invalid UTF-8 and added tokens).
   /// Thread-safe. Throws InputError only for a single pre-token of 2^31 bytes or more, or (NFC)
@@ -104,6 +136,12 @@ class Tokenizer {
 
   /// The file the vocabulary was read from.
   const std::string& path() const;
+
+  /// Its kind, the sha256 of its files, its size and end-of-text id.
+  const TokenizerIdentity& identity() const;
+
+  /// The files it was read from, with their bytes (vocab.json before merges.txt).
+  const std::vector<VocabularyFile>& files() const;
 
   struct Impl;
 

@@ -244,6 +244,8 @@ Session open_session(const RunConfig& config_in, const TrainOptions& options, co
     check_token_file(state, options.output, options.token_file, token_sha256, options.allow_other_tokens);
   state.token_file = options.token_file;
   state.token_file_hash = token_sha256;
+  // The run decodes with the tokenizer of its token file (a run of an older version gains it here).
+  if (!state.tokenizer.known()) state.tokenizer = tokens.info().tokenizer_record;
   session.name = options.name.empty() ? config.tier + "/" + config.model.arm.name() + "/" + std::to_string(config.seed)
                                       : options.name;
   for (const auto& [key, value] : state.labels)

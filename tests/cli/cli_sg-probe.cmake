@@ -34,9 +34,9 @@ sg_probe_error("refuses overrides alone on an arm without a gate"
                "none of the probes asked for applies to arm baseline")
 sg_probe_error("names an unknown probe with a suggestion" "${SG_CLI_DATA}/run.h5;--probe;sinkz;-o;${SG_PROBE_DATA}/never.h5"
                2 "did you mean 'sinks'?")
-sg_probe_error("refuses a vocabulary that does not fit the token file"
+sg_probe_error("refuses a vocabulary other than the one the token file records"
                "${SG_CLI_DATA}/run.h5;--probe;gate-tokens;--vocab;${SG_INJECT_DATA}/small-vocab/tokenizer.json;-o;${SG_PROBE_DATA}/never.h5"
-               2 "ids, but the token file")
+               3 "is not the one ${SG_CLI_DATA}/tokens.h5 records")
 sg_probe_error("refuses a token file whose vocabulary does not fit the model"
                "${SG_INJECT_DATA}/small-vocab/run.h5;-o;${SG_PROBE_DATA}/never.h5" 3 "has a vocabulary of 4100")
 sg_probe_error("refuses a context with no query after the sink positions"

@@ -81,3 +81,27 @@ TEST_CASE("labels are KEY=VALUE with a plain key, never the run's own tier, arm 
   CHECK_THROWS_WITH(sg::parse_labels({"seed=1"}), Catch::Contains("shadow"));
   CHECK_THROWS_WITH(sg::parse_labels({"lr=1", "lr=2"}), Catch::Contains("twice"));
 }
+
+TEST_CASE("a run file carries its tokenizer record, and refuses one with more ids than the model") {
+  sg_test::Scratch scratch;
+  auto state = small_state();
+  CHECK_FALSE(sg::read_run_state(write(scratch, "none.h5", state)).tokenizer.known());  // as runs of earlier versions
+  state.tokenizer.identity.kind = "tokenizer.json";
+  state.tokenizer.identity.vocab_size = 300;
+  state.tokenizer.identity.eot_id = 0;
+  state.tokenizer.source = "my/tokenizer.json";
+  state.tokenizer.files = {{"tokenizer.json", std::string("{\"model\": {}}\0tail", 18)}};
+  state.tokenizer.identity.sha256 = sg::sha256_bytes(state.tokenizer.files[0].bytes);
+  state.config.model.vocab_size = 300;
+  const auto back = sg::read_run_state(write(scratch, "run.h5", state));
+  CHECK(back.tokenizer.identity.kind == "tokenizer.json");
+  CHECK(back.tokenizer.identity.sha256 == state.tokenizer.identity.sha256);
+  CHECK(back.tokenizer.identity.vocab_size == 300);
+  CHECK(back.tokenizer.identity.eot_id == 0);
+  CHECK(back.tokenizer.source == "my/tokenizer.json");
+  REQUIRE(back.tokenizer.files.size() == 1);
+  CHECK(back.tokenizer.files[0].bytes == state.tokenizer.files[0].bytes);  // byte for byte, NUL included
+  state.config.model.vocab_size = 299;
+  const auto path = write(scratch, "small.h5", state);
+  CHECK_THROWS_WITH(sg::read_run_state(path), Catch::Contains(path) && Catch::Contains("300 ids"));
+}
