@@ -134,7 +134,7 @@ ${SG_PYTHON} -c \"import h5py, sys; f = h5py.File('w.h5', 'r+'); x = f[sys.argv[
 $train --tokens $t --resume --threads 1 --log-level error -o w.h5 2>&1; echo \"exit $?\"; done")
   set_tests_properties("cli: sg-train --resume refuses float64 weights and moments, naming the tensor" PROPERTIES
     FIXTURES_REQUIRED sg_tokens
-    PASS_REGULAR_EXPRESSION "w.h5: /model/wte.weight is stored as Double, but run files hold float32 tensors.*\nexit 3\n.*w.h5: /optimizer/wte.weight/exp_avg is stored as Double, but run files hold float32 tensors.*\nexit 3")
+    PASS_REGULAR_EXPRESSION "w.h5: /model/wte.weight is stored as float64, but run files hold float32 tensors.*\nexit 3\n.*w.h5: /optimizer/wte.weight/exp_avg is stored as float64, but run files hold float32 tensors.*\nexit 3")
 endif()
 
 # A lock file planted as a symbolic or hard link to another file is refused (exit 4), and the file
