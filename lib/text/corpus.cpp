@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/base/error.h"
+#include "lib/base/json.h"
 #include "lib/base/log.h"
 #include "lib/io/h5.h"
 #include "lib/text/token_file.h"
@@ -123,12 +124,8 @@ bool CorpusReader::next(std::string& piece, bool& last) {
         ++s.line_number;
         s.bytes_read += static_cast<int64_t>(line.size()) + 1;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        nlohmann::json record;
-        try {
-          record = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::exception& error) {
-          throw InputError(s.current() + ":" + std::to_string(s.line_number) + ": not valid JSON (" + error.what() + ")");
-        }
+        // Nesting limited (lib/base/json.h): "FILE:LINE: not valid JSON (…)" or "… nested deeper than …".
+        const nlohmann::json record = parse_json(line, s.current() + ":" + std::to_string(s.line_number));
         const auto field = record.is_object() ? record.find(s.options.text_field) : record.end();
         if (!record.is_object() || field == record.end() || !field->is_string())
           throw InputError(s.current() + ":" + std::to_string(s.line_number) + ": no string field '" +
