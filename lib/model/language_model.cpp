@@ -45,17 +45,10 @@ std::vector<std::string> model_input_files(const std::string& path, const std::s
     read_run_state(path);  // the file kind and version
     files.push_back(path);
   }
-  // The vocabulary files that loading will read.
-  if (!tokenizer.empty()) {
-    if (is_file(tokenizer)) files.push_back(tokenizer);
-  } else if (!folder) {
-    if (is_file(default_vocabulary_path())) files.push_back(default_vocabulary_path());
-  } else if (is_file(path + "/tokenizer.json")) {
-    files.push_back(path + "/tokenizer.json");
-  } else {
-    for (const char* name : {"/vocab.json", "/merges.txt"})
-      if (is_file(path + name)) files.push_back(path + name);
-  }
+  // The vocabulary files that loading will read (a vocab.json's merges.txt beside it too).
+  const std::string vocabulary = !tokenizer.empty() ? tokenizer : folder ? path : default_vocabulary_path();
+  for (const auto& file : vocabulary_files(vocabulary))
+    if (is_file(file)) files.push_back(file);
   return files;
 }
 

@@ -172,10 +172,17 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
                                 const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
   const auto files = expand_inputs(inputs);
   CorpusReader reader(files, options.corpus);
+  if (reader.bytes_total() == 0) {
+    std::string names;
+    for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
+    if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
+    if (names.empty()) names = "the inputs";
+    throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
+  }
   int64_t val_tokens = options.val_tokens;
-  if (val_tokens < 0) {
-    const int64_t estimate = reader.bytes_total() / 4;  // about four bytes a token in English
-    val_tokens = reader.bytes_total() > 0 ? std::min<int64_t>(5'200'000, estimate / 10) : 5'200'000;
+  if (val_tokens < 0) {  // min(5.2M, a tenth of the corpus's tokens, estimated at four bytes a token)
+    const int64_t estimate = reader.bytes_total() / 4;
+    val_tokens = std::min<int64_t>(5'200'000, estimate / 10);
   }
   TokenWriter writer(options.output, options.force, val_tokens, options.tokenizer_name, tokenizer.vocab_size(),
                      tokenizer.eot_id());

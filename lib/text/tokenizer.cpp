@@ -1401,6 +1401,27 @@ std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, co
 
 }  // namespace
 
+std::vector<std::string> vocabulary_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const auto exists = [&](const fs::path& file) { return fs::is_regular_file(file, error); };
+  std::vector<fs::path> candidates;
+  if (fs::is_directory(path, error)) {
+    if (exists(fs::path(path) / "tokenizer.json")) candidates = {fs::path(path) / "tokenizer.json"};
+    else candidates = {fs::path(path) / "vocab.json", fs::path(path) / "merges.txt"};
+  } else {
+    const fs::path file(path);
+    candidates = {file};
+    if (file.filename() == "merges.txt") candidates.push_back(file.parent_path() / "vocab.json");
+    else if (file.filename() != "tokenizer.json" && file.extension() != ".tiktoken")
+      candidates.push_back(file.parent_path() / "merges.txt");
+  }
+  std::vector<std::string> files;
+  for (const auto& candidate : candidates)
+    if (exists(candidate) || candidate == fs::path(path)) files.push_back(candidate.string());
+  return files;
+}
+
 Tokenizer Tokenizer::load(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;
