@@ -580,7 +580,7 @@ def run_family_case(case, family, args, seeds, bin_dir):
     results = []
     for name, argv, allowed, keep in runs:
         before = digest(keep) if keep else None
-        target = keep or argv[1]
+        target = keep or next(a for a in argv[1:] if os.path.exists(a))
         outcome, detail, seconds = run_reader(name, argv, allowed | {OK}, target, args.timeout, case_dir)
         if outcome == "ok":
             outcome, detail = "accepted", "exit 0 where the input must be refused"
