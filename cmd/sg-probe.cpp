@@ -67,18 +67,27 @@ sg::Tokenizer load_vocabulary(const std::string& given, const sg::TokenFile& tok
     if (path.empty() || !std::filesystem::exists(path, error)) path = sg::default_vocabulary_path();
   }
   auto vocabulary = sg::Tokenizer::load(path);
-  if (vocabulary.vocab_size() != tokens.info().vocab_size)
-    throw sg::UsageError("the vocabulary " + path + " has " + std::to_string(vocabulary.vocab_size()) +
-                             " ids, but the token file " + tokens.path() + " has vocab_size " +
-                             std::to_string(tokens.info().vocab_size),
-                         "give the vocabulary the token file was made with: --vocab FILE");
+  if (vocabulary.vocab_size() != tokens.info().vocab_size) {
+    const std::string message = "the vocabulary " + path + " has " + std::to_string(vocabulary.vocab_size()) +
+                                " ids, but the token file " + tokens.path() + " has vocab_size " +
+                                std::to_string(tokens.info().vocab_size);
+    // --vocab is the user's choice (a usage error); a vocabulary the token file names, or the
+    // default one taken for it, that does not fit is the token file's fault (exit 3).
+    if (!given.empty()) throw sg::UsageError(message, "give the vocabulary the token file was made with: --vocab FILE");
+    throw sg::InputError(message + " (from its 'vocabulary' attribute, or the default vocabulary)",
+                         "the token file's vocabulary attribute is damaged or names another file: give --vocab FILE");
+  }
   return vocabulary;
 }
 
 void run(const Options& options, const std::string& command_line) {
   std::vector<std::string> inputs = options.runs;
   inputs.push_back(options.tokens);
-  sg::h5::check_writable(options.common.output, options.common.force, inputs);
+  // The vocabulary that may decode gate tokens is an input too (--vocab v -o v destroyed it).
+  auto protected_inputs = inputs;
+  if (!options.vocab.empty())
+    for (const auto& file : sg::vocabulary_files(options.vocab)) protected_inputs.push_back(file);
+  sg::h5::check_writable(options.common.output, options.common.force, protected_inputs);
   sg::ProbeOptions probe = options.probe;
   probe.probes = sg::parse_probes(options.probes);
   sg::InjectionOptions battery;  // the corrupted columns, parsed as sg-inject parses its battery

@@ -57,7 +57,6 @@ std::string read_text(const std::string& path) {
 }
 
 void run(const Options& options, const std::string& command_line) {
-  sg::h5::check_writable(options.common.output, options.common.force, options.checkpoints);
   if (!options.name.empty() && options.checkpoints.size() != 1)
     throw sg::UsageError("--name names one checkpoint; " + std::to_string(options.checkpoints.size()) + " were given");
   sg::SurveyRun survey;
@@ -79,6 +78,9 @@ void run(const Options& options, const std::string& command_line) {
   std::vector<std::string> inputs{options.text};
   for (const auto& path : options.checkpoints)
     for (const auto& file : sg::model_input_files(path, options.vocab)) inputs.push_back(file);
+  // Every file read is an input the output must not overwrite: a checkpoint's safetensors and
+  // vocabulary files, the text (a folder given as a checkpoint is no file to compare).
+  sg::h5::check_writable(options.common.output, options.common.force, inputs);
   const auto text = read_text(options.text);
 
   auto table = sg::survey_table();

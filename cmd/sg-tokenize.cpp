@@ -35,8 +35,11 @@ struct Options {
 
 void run(const Options& options, const std::string& command_line) {
   if (options.common.output.empty()) throw sg::UsageError("no output token file", "give -o FILE.h5");
-  sg::h5::check_writable(options.common.output, options.common.force, sg::expand_inputs(options.inputs));
   const std::string vocab = options.vocab.empty() ? sg::default_vocabulary_path() : options.vocab;
+  // The vocabulary's files (a vocab.json's merges.txt too) are inputs like the corpus.
+  auto protected_inputs = sg::expand_inputs(options.inputs);
+  for (const auto& file : sg::vocabulary_files(vocab)) protected_inputs.push_back(file);
+  sg::h5::check_writable(options.common.output, options.common.force, protected_inputs);
   const auto tokenizer = sg::Tokenizer::load(vocab);
   if (tokenizer.vocab_size() > 65536)
     throw sg::InputError(vocab + ": " + std::to_string(tokenizer.vocab_size()) +

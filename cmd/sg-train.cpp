@@ -18,6 +18,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
 #include "lib/base/text.h"
 #include "lib/io/h5.h"
 #include "lib/io/provenance.h"
@@ -85,6 +86,10 @@ sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& pars
 }
 
 void run(const Options& options, const sg::cli::Parser& parser) {
+  // SIGTERM and SIGINT stop the run after a checkpoint (exit 6) from here until the process exits:
+  // never released, so that a signal between the last checkpoint and exit is no exit 143.
+  static const auto* const stop_signals = new sg::StopSignals();
+  (void)stop_signals;
   // Launched by torchrun or srun: one rank of a data-parallel run. Progress comes from rank 0
   // (the others log at --log-level debug only); errors from every rank.
   const auto distributed = sg::distributed_env();
@@ -94,12 +99,21 @@ void run(const Options& options, const sg::cli::Parser& parser) {
     throw sg::UsageError("a run file cannot be written to stdout ('-o -')",
                          "give -o FILE.h5; other tools read it from there (sg-eval FILE.h5 -o - | sg-tabulate -)");
   if (options.resume && options.common.force) throw sg::UsageError("--resume and --force exclude each other");
+  // The JSON log is appended to: never an input or the run file itself.
+  for (const auto& [path, what] : {std::pair{options.tokens, "the token file"},
+                                   std::pair{options.common.config, "the --config file"},
+                                   std::pair{options.common.output, "the run file (-o)"}})
+    if (!options.log_json.empty() && sg::same_file(options.log_json, path))
+      throw sg::OutputError("--log-json " + options.log_json + " is " + what + ": appending the curves would destroy it",
+                            "give the JSON log a file of its own");
   sg::RunConfig config;
   std::string loss_plan;  // --resume --set loss_plan=…: the plan replacing the run's
   if (options.resume) {
     config = resumed_config(options, parser, &loss_plan);
   } else {
-    if (distributed.rank == 0) sg::h5::check_writable(options.common.output, options.common.force, {options.tokens});
+    std::vector<std::string> inputs{options.tokens};
+    if (!options.common.config.empty()) inputs.push_back(options.common.config);
+    if (distributed.rank == 0) sg::h5::check_writable(options.common.output, options.common.force, inputs);
     config = sg::make_run_config(options.tier, options.arm, options.common.seed);
     // The model's vocabulary is the token file's unless --config or --set say otherwise.
     config.model.vocab_size = sg::model_vocab_size(sg::TokenFile::read_info(options.tokens));

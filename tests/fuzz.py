@@ -460,7 +460,135 @@ def one_case(case, args, kinds, seeds, pool_kinds, donors):
     return case, kind, description, results
 
 
-FAILURES = {"crash", "hang", "internal", "bad-code", "unnamed", "changed-input"}
+FAILURES = {"crash", "hang", "internal", "bad-code", "unnamed", "changed-input", "accepted"}
+
+
+# --- structural families (issue 32): each a function of (rng, seeds, bin_dir, case_dir) returning
+# [(reader name, argv, allowed exit codes, file that must stay unchanged or None)]; exit 0 is a
+# failure ("accepted") where the family's input must be refused.
+
+CONFIG_OUT_OF_RANGE = [("n_layer", "1000000"), ("n_embd", "1000000000"), ("block_size", "100000000"),
+                       ("vocab_size", "1000000000"), ("eval_batches", "1000000000"),
+                       ("iterations", str(2 ** 62)), ("tier", "garbage"), ("micro_batch", "100000000"),
+                       ("arm", "baseline"), ("n_layer", "2"), ("block_size", "17"), ("n_head", "1")]
+
+
+def family_config_edits(rng, seeds, bin_dir, case_dir):
+    """A run file whose /config attribute was deleted, retyped, or set out of range or out of step
+    with its tensors (h5py): every reader refuses it (exit 3 naming it)."""
+    import h5py
+    target = os.path.join(case_dir, "edited.h5")
+    shutil.copy(seeds["run"], target)
+    with h5py.File(target, "r+") as f:
+        config = f["config"].attrs
+        names = sorted(k for k in config.keys() if k != "loss_plan")
+        edit = rng.choice(["delete", "retype", "value"])
+        if edit == "delete":
+            key = rng.choice(names)
+            del config[key]
+        elif edit == "retype":
+            key = rng.choice(names)
+            config[key] = rng.choice([7, 2.5, [b"1", b"2"]])
+        else:
+            key, value = rng.choice(CONFIG_OUT_OF_RANGE)
+            config[key] = value
+    t = lambda name: os.path.join(bin_dir, name)
+    torch = ["--threads", "1", "--log-level", "quiet"]
+    out = os.path.join(case_dir, "out.h5")
+    return f"{edit} {key}", [
+        ("sg-info", [t("sg-info"), target], {INPUT}, target),
+        ("sg-eval", [t("sg-eval"), "--tokens", seeds["tokens"], target, "-o", out, "--force"] + torch, {INPUT}, target),
+        ("sg-train --resume", [t("sg-train"), "--tokens", seeds["tokens"], "--resume", "-o", target] + torch, {INPUT},
+         target),
+    ]
+
+
+def family_deep_json(rng, seeds, bin_dir, case_dir):
+    """A Hugging Face folder whose config.json nests a value 200,000 levels deep (it overflowed the
+    stack in an error message): refused, exit 3 naming config.json."""
+    folder = os.path.join(case_dir, "model")
+    shutil.copytree(seeds["hf"], folder)
+    levels = rng.choice([65, 1000, 200000])
+    key = rng.choice(["model_type", "n_layer", "architectures", "extra"])
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    config[key] = None
+    text = json.dumps(config).replace(f'"{key}": null', f'"{key}": ' + "[" * levels + "]" * levels)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        f.write(text)
+    t = lambda name: os.path.join(bin_dir, name)
+    torch = ["--threads", "1", "--log-level", "quiet"]
+    return f"{key} nested {levels} deep", [
+        ("sg-sample", [t("sg-sample"), folder, "--prompt", "The list", "-n", "2"] + torch, {INPUT}, None),
+        ("sg-survey", [t("sg-survey"), folder, "--text", seeds["text"], "--blocks", "1", "--block-length", "16",
+                       "-o", os.path.join(case_dir, "s.h5"), "--force"] + torch, {INPUT}, None),
+    ]
+
+
+def family_output_is_input(rng, seeds, bin_dir, case_dir):
+    """An output (-o, --log-json) aimed at one of the tool's inputs, primary or secondary, with
+    --force: refused (exit 4), the input unchanged."""
+    t = lambda name: os.path.join(bin_dir, name)
+    torch = ["--threads", "1", "--log-level", "quiet"]
+    folder = os.path.join(case_dir, "model")
+    if "hf" in seeds:
+        shutil.copytree(seeds["hf"], folder)
+    tokens, text = os.path.join(case_dir, "tokens.h5"), os.path.join(case_dir, "corpus.txt")
+    vocab, merges = os.path.join(case_dir, "vocab.json"), os.path.join(case_dir, "merges.txt")
+    config = os.path.join(case_dir, "train.conf")
+    for source, copy in ((seeds["tokens"], tokens), (seeds["text"], text), (seeds["vocab.json"], vocab),
+                         (seeds["merges"], merges)):
+        shutil.copy(source, copy)
+    with open(config, "w") as f:
+        f.write(f"vocab_size = {len(seeds['vocab'])}\nn_layer = 1\nn_embd = 16\nblock_size = 16\niterations = 1\n"
+                "warmup = 0\nmicro_batch = 2\neval_batches = 1\nfinal_eval_batches = 1\n")
+    train = [t("sg-train"), "--tokens", tokens, "--tier", "tiny", "--config", config] + torch
+    run_out = os.path.join(case_dir, "run.h5")
+    cases = [
+        ("sg-tokenize -o its --vocab", [t("sg-tokenize"), text, "--vocab", vocab, "-o", vocab, "--force"], vocab),
+        ("sg-tokenize -o merges.txt", [t("sg-tokenize"), text, "--vocab", vocab, "-o", merges, "--force"], merges),
+        ("sg-train -o its --config", train + ["-o", config, "--force"], config),
+        ("sg-train --log-json its tokens", train + ["-o", run_out, "--force", "--log-json", tokens], tokens),
+        ("sg-train --log-json its --config", train + ["-o", run_out, "--force", "--log-json", config], config),
+        ("sg-train --log-json its -o", train + ["-o", run_out, "--force", "--log-json", run_out], None),
+        ("sg-probe --vocab v -o v", [t("sg-probe"), seeds["run"], "--tokens", seeds["tokens"], "--vocab", vocab, "-o", vocab,
+                                     "--force"] + torch, vocab),
+    ]
+    if "hf" in seeds:
+        survey = [t("sg-survey"), folder, "--blocks", "1", "--block-length", "16"] + torch
+        cases += [
+            ("sg-survey -o model.safetensors", survey + ["--text", text, "-o", os.path.join(folder, "model.safetensors"),
+                                                         "--force"], os.path.join(folder, "model.safetensors")),
+            ("sg-survey -o its --text", survey + ["--text", text, "-o", text, "--force"], text),
+            ("sg-survey -o vocab.json", survey + ["--text", text, "-o", os.path.join(folder, "vocab.json"), "--force"],
+             os.path.join(folder, "vocab.json")),
+        ]
+    name, argv, target = rng.choice(cases)
+    return name, [(name, argv, {4}, target)]
+
+
+FAMILIES = {"config-edits": family_config_edits, "deep-json": family_deep_json, "output-is-input": family_output_is_input}
+
+
+def run_family_case(case, family, args, seeds, bin_dir):
+    """One case of a structural family: each reader must exit with an allowed code (never 0), name
+    its file when it exits 3, and leave its protected file unchanged."""
+    rng = random.Random(args.seed * 7_000_003 + case)
+    case_dir = os.path.join(args.work, "cases", f"family-{case}")
+    os.makedirs(case_dir)
+    description, runs = FAMILIES[family](rng, seeds, bin_dir, case_dir)
+    results = []
+    for name, argv, allowed, keep in runs:
+        before = digest(keep) if keep else None
+        target = keep or next(a for a in argv[1:] if os.path.exists(a))
+        outcome, detail, seconds = run_reader(name, argv, allowed | {OK}, target, args.timeout, case_dir)
+        if outcome == "ok":
+            outcome, detail = "accepted", "exit 0 where the input must be refused"
+        elif keep and digest(keep) != before:
+            outcome, detail = "changed-input", f"{keep} was overwritten"
+        results.append((name, outcome, detail, seconds, argv))
+    shutil.rmtree(case_dir, ignore_errors=True)
+    return case, family, description, results
 
 
 def default_cases():
@@ -482,6 +610,10 @@ def main():
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=15.0)
+    parser.add_argument("--families", default=",".join(FAMILIES),
+                        help="structural families to run beside the byte mutations, comma-separated ('' for none)")
+    parser.add_argument("--family-cases", type=int, default=None,
+                        help="cases of the families, shared among them (default: a tenth of --cases, at least one each)")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(os.path.join(args.work, "cases"))
@@ -548,6 +680,24 @@ def main():
             if done % 100 == 0:
                 print(f"fuzz: {done}/{args.cases} cases, {len(failures)} failures, "
                       f"{time.monotonic() - start:.0f} s", flush=True)
+    families = [f for f in args.families.split(",") if f]
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        sys.exit(f"fuzz.py: unknown families {unknown}; known: {sorted(FAMILIES)}")
+    if "hf" not in seeds and "deep-json" in families:
+        families.remove("deep-json")
+    family_cases = args.family_cases if args.family_cases is not None else max(len(families), args.cases // 10)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as executor:
+        futures = [executor.submit(run_family_case, case, families[case % len(families)], args, seeds,
+                                   os.path.abspath(args.bin_dir)) for case in range(family_cases if families else 0)]
+        for future in concurrent.futures.as_completed(futures):
+            case, family, description, results = future.result()
+            for name, outcome, detail, seconds, argv in results:
+                key = (family, outcome)
+                counts[key] = counts.get(key, 0) + 1
+                if outcome in FAILURES:
+                    failures.append((case, family, name, outcome, description, detail))
+    chosen = chosen + families
     runs = sum(counts.values())
     print(f"fuzz: {args.cases} mutated inputs, {runs} reader runs in {time.monotonic() - start:.0f} s "
           f"(seed {args.seed}; slowest run {slowest[0]:.1f} s, {slowest[1]})")

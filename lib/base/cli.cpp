@@ -1,7 +1,10 @@
 // cli.cpp — CLI11 behind the Parser interface, and the error-reporting wrapper.
 #include "lib/base/cli.h"
 
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
 
@@ -142,6 +145,23 @@ bool Parser::parse(int argc, char** argv) {
 
 bool Parser::given(const std::string& name) const { return app_->count(name) > 0; }
 
+namespace {
+
+/// What a tool wrote to stdout may still sit in a buffer: flushed here, where a failed write (a
+/// full disk, /dev/full) is an OutputError like any other, instead of being lost at exit with
+/// success reported. A reader that went away (EPIPE) is ReaderGone.
+void flush_stdout() {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  const int error = errno;
+  if (!failed) return;
+  if (error == EPIPE) throw ReaderGone();
+  throw OutputError(std::string("cannot write to stdout") + (error != 0 ? ": " + std::string(std::strerror(error)) : ""));
+}
+
+}  // namespace
+
 int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>& body) {
   // A closed pipe is an error of the write (EPIPE), not a signal that kills the process: a log
   // reader that goes away (`sg-train … 2>&1 | head`) must not stop a training run, and a data
@@ -149,8 +169,12 @@ int run_tool(Parser& parser, int argc, char** argv, const std::function<void()>&
   std::signal(SIGPIPE, SIG_IGN);
   log::tool() = parser.tool();
   try {
-    if (!parser.parse(argc, argv)) return kExitOk;
+    if (!parser.parse(argc, argv)) {
+      flush_stdout();  // --help and --version print to stdout too
+      return kExitOk;
+    }
     body();
+    flush_stdout();
     return kExitOk;
   } catch (const ReaderGone&) {
     return kExitOk;

@@ -1,6 +1,9 @@
 // paths.cpp — see paths.h.
 #include "lib/base/paths.h"
 
+#include <sys/stat.h>
+
+#include <climits>
 #include <cstdlib>
 
 namespace sg {
@@ -21,6 +24,29 @@ std::string directory_of(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+namespace {
+
+/// The path with its folder resolved (realpath), for a file that need not exist; "" when the
+/// folder does not exist either.
+std::string resolved(const std::string& path) {
+  char buffer[PATH_MAX];
+  if (!::realpath(directory_of(path).c_str(), buffer)) return "";
+  const auto slash = path.find_last_of('/');
+  return std::string(buffer) + "/" + (slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
+}  // namespace
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == "-" || b == "-" || a.empty() || b.empty()) return false;
+  struct stat first {}, second {};
+  const bool a_exists = ::stat(a.c_str(), &first) == 0, b_exists = ::stat(b.c_str(), &second) == 0;
+  if (a_exists && b_exists) return first.st_dev == second.st_dev && first.st_ino == second.st_ino;
+  if (a_exists != b_exists) return false;
+  const auto left = resolved(a);
+  return !left.empty() && left == resolved(b);
 }
 
 }  // namespace sg

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.h"
+#include "lib/base/json.h"
 #include "lib/model/tensors.h"
 #include "lib/text/python_string.h"
 
@@ -44,11 +45,10 @@ std::vector<json> read_json_lines(const std::string& path, const std::string& wh
     start = end + 1;
     if (python_strip(line).empty()) continue;
     json record;
-    try {
-      record = json::parse(line);
-    } catch (const json::exception& error) {
-      throw InputError(path + ": line " + std::to_string(line_number) + " is not JSON (" + error.what() + ")",
-                       "the " + what + " file must hold one JSON object per line");
+    try {  // nesting limited (lib/base/json.h)
+      record = parse_json(line, path + ": line " + std::to_string(line_number));
+    } catch (const InputError& error) {
+      throw InputError(error.what(), "the " + what + " file must hold one JSON object per line");
     }
     if (!record.is_object())
       throw InputError(path + ": line " + std::to_string(line_number) + " is not a JSON object");

@@ -53,8 +53,10 @@ FileLock::FileLock(const std::string& path) : lock_path_(path + ".lock") {
         ours.st_ino == named.st_ino) {
       const std::string pid = std::to_string(::getpid());
       if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+        const int error = errno;
+        ::unlink(lock_path_.c_str());  // ours (checked above), and held: a full disk leaves no lock file behind
         ::close(fd);
-        throw OutputError("cannot write the lock file " + lock_path_ + ": " + std::strerror(errno));
+        throw OutputError("cannot write the lock file " + lock_path_ + ": " + std::strerror(error));
       }
       fd_ = fd;
       return;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.h"
+#include "lib/base/json.h"
 
 namespace sg {
 namespace {
@@ -43,7 +44,7 @@ uint64_t file_size(const std::string& path) {
 uint64_t unsigned_value(const json& value, const std::string& path, const std::string& what) {
   if (!value.is_number_unsigned()) {
     if (value.is_number_integer() && value.get<int64_t>() >= 0) return value.get<uint64_t>();
-    throw malformed(path, what + " must be a non-negative integer, not " + value.dump());
+    throw malformed(path, what + " must be a non-negative integer, not " + json_excerpt(value));
   }
   return value.get<uint64_t>();
 }
@@ -71,7 +72,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, const s
     const uint64_t e = unsigned_value(extent, path, where + ": a shape entry");
     if (e > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         (e != 0 && count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / e))
-      throw malformed(path, where + ": shape " + shape.dump() + " is too large");
+      throw malformed(path, where + ": shape " + json_excerpt(shape) + " is too large");
     count *= e;
     entry.shape.push_back(static_cast<int64_t>(e));
   }
@@ -79,11 +80,11 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, const s
   if (!offsets.is_array() || offsets.size() != 2) throw malformed(path, where + ": data_offsets must be [begin, end]");
   entry.begin = unsigned_value(offsets[0], path, where + ": data_offsets");
   entry.end = unsigned_value(offsets[1], path, where + ": data_offsets");
-  if (entry.end < entry.begin) throw malformed(path, where + ": data_offsets " + offsets.dump() + " end before they begin");
+  if (entry.end < entry.begin) throw malformed(path, where + ": data_offsets " + json_excerpt(offsets) + " end before they begin");
   const uint64_t size = static_cast<uint64_t>(element_size(entry.dtype));
   if (count > std::numeric_limits<uint64_t>::max() / size || entry.end - entry.begin != count * size)
-    throw malformed(path, where + ": data_offsets " + offsets.dump() + " span " + std::to_string(entry.end - entry.begin) +
-                              " bytes, but shape " + shape.dump() + " of " + text + " needs " +
+    throw malformed(path, where + ": data_offsets " + json_excerpt(offsets) + " span " + std::to_string(entry.end - entry.begin) +
+                              " bytes, but shape " + json_excerpt(shape) + " of " + text + " needs " +
                               std::to_string(count * size));
   return entry;
 }
@@ -135,9 +136,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   file.data_start_ = 8 + header_length;
   json header;
   try {
-    header = json::parse(text);
-  } catch (const json::exception& e) {
-    throw malformed(path, std::string("the header is not valid JSON (") + e.what() + ")");
+    header = parse_json(text, "the header");
+  } catch (const InputError& e) {
+    throw malformed(path, e.what());
   }
   if (!header.is_object()) throw malformed(path, "the header is not a JSON object");
   for (const auto& [name, value] : header.items()) {
@@ -217,14 +218,7 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
   const std::string index_path = folder + "/model.safetensors.index.json";
   const std::string single_path = folder + "/model.safetensors";
   if (stat(index_path.c_str(), &info) == 0) {
-    json index;
-    try {
-      std::ifstream in(index_path);
-      if (!in) throw InputError(index_path + ": cannot be read");
-      index = json::parse(in);
-    } catch (const json::exception& e) {
-      throw InputError(index_path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
+    const json index = read_json_file(index_path, /*max_bytes=*/std::size_t{64} << 20);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       throw InputError(index_path + ": lacks the \"weight_map\" object of tensor name -> shard file");
     std::map<std::string, size_t> shard_of_file;

@@ -47,17 +47,15 @@ std::vector<std::string> model_input_files(const std::string& path, const std::s
     embedded = !read_run_state(path).tokenizer.files.empty();  // also checks the file kind and version
     files.push_back(path);
   }
-  // The vocabulary files that loading will read (none beside a run file that embeds its own).
-  if (!tokenizer.empty()) {
-    if (is_file(tokenizer)) files.push_back(tokenizer);
-  } else if (!folder) {
-    if (!embedded && is_file(default_vocabulary_path())) files.push_back(default_vocabulary_path());
-  } else if (is_file(path + "/tokenizer.json")) {
-    files.push_back(path + "/tokenizer.json");
-  } else {
-    for (const char* name : {"/vocab.json", "/merges.txt"})
-      if (is_file(path + name)) files.push_back(path + name);
-  }
+  // The vocabulary files that loading will read (a vocab.json's merges.txt beside it too; none
+  // beside a run file that embeds its own).
+  const std::string vocabulary = !tokenizer.empty() ? tokenizer
+                                 : folder           ? path
+                                 : embedded         ? std::string()
+                                                    : default_vocabulary_path();
+  if (!vocabulary.empty())
+    for (const auto& file : vocabulary_files(vocabulary))
+      if (is_file(file)) files.push_back(file);
   return files;
 }
 

@@ -1,13 +1,15 @@
 // pretrained.cpp — GPT-2 and GPT-NeoX from Hugging Face checkpoints (see pretrained.h).
 #include "lib/model/pretrained.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <nlohmann/json.hpp>
+#include <set>
 
 #include "lib/base/error.h"
+#include "lib/base/json.h"
 #include "lib/base/log.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/tensors.h"
@@ -32,28 +34,28 @@ class ConfigReader {
     }
     const auto& v = object_[key];
     if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-      throw InputError(path_ + ": \"" + key + "\" must be a positive integer, not " + v.dump());
+      throw InputError(path_ + ": \"" + key + "\" must be a positive integer, not " + json_excerpt(v));
     return v.get<int64_t>();
   }
 
   double real(const std::string& key, double fallback) const {
     if (!has(key)) return fallback;
     const auto& v = object_[key];
-    if (!v.is_number()) throw InputError(path_ + ": \"" + key + "\" must be a number, not " + v.dump());
+    if (!v.is_number()) throw InputError(path_ + ": \"" + key + "\" must be a number, not " + json_excerpt(v));
     return v.get<double>();
   }
 
   bool boolean(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     const auto& v = object_[key];
-    if (!v.is_boolean()) throw InputError(path_ + ": \"" + key + "\" must be true or false, not " + v.dump());
+    if (!v.is_boolean()) throw InputError(path_ + ": \"" + key + "\" must be true or false, not " + json_excerpt(v));
     return v.get<bool>();
   }
 
   std::string text(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     const auto& v = object_[key];
-    if (!v.is_string()) throw InputError(path_ + ": \"" + key + "\" must be a string, not " + v.dump());
+    if (!v.is_string()) throw InputError(path_ + ": \"" + key + "\" must be a string, not " + json_excerpt(v));
     return v.get<std::string>();
   }
 
@@ -121,6 +123,7 @@ class WeightReader {
                            config_.dtype,
                        "is config.json from the same model as the safetensors files?");
     count_ += entry.numel();
+    used_.insert(stored);
     auto tensor = load_tensor(folder_, stored).to(device_, torch::kFloat32);
     if (!all_finite(tensor))
       throw InputError(file + ": tensor '" + stored + "' holds non-finite values (NaN or infinity)",
@@ -129,6 +132,8 @@ class WeightReader {
   }
 
   int64_t count() const { return count_; }
+  /// The stored names of the tensors loaded so far.
+  const std::set<std::string>& used() const { return used_; }
 
  private:
   const SafetensorsFolder& folder_;
@@ -136,7 +141,32 @@ class WeightReader {
   torch::Device device_;
   std::vector<std::string> prefixes_;
   int64_t count_ = 0;
+  std::set<std::string> used_;
 };
+
+/// Whether an unused tensor `name` of a checkpoint folder is one that transformers itself leaves
+/// unused: per-layer attention buffers that older versions saved (GPT-2's causal mask `attn.bias`
+/// and `attn.masked_bias`; GPT-NeoX's `attention.bias`, `attention.masked_bias` and
+/// `attention.rotary_emb.inv_freq`), for a layer the config has, and the output layer `head` of a
+/// model whose config ties it to the embedding (then of the embedding's shape).
+bool ignorable_tensor(const std::string& name, const PretrainedConfig& config, const SafetensorsFolder& folder) {
+  const bool gpt2 = config.architecture == Architecture::gpt2;
+  const std::string head = gpt2 ? "lm_head.weight" : "embed_out.weight";
+  if (name == head)
+    return config.tie_word_embeddings && folder.entry(name).shape == std::vector<int64_t>{config.vocab_size, config.n_embd};
+  for (const std::string prefix : gpt2 ? std::vector<std::string>{"transformer.h.", "h."}
+                                       : std::vector<std::string>{"gpt_neox.layers.", "layers."}) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const auto dot = name.find('.', prefix.size());
+    const std::string digits = name.substr(prefix.size(), dot == std::string::npos ? std::string::npos : dot - prefix.size());
+    if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (std::stoll(digits) >= config.n_layer) return false;
+    const std::string rest = name.substr(dot + 1);
+    return gpt2 ? rest == "attn.bias" || rest == "attn.masked_bias"
+                : rest == "attention.bias" || rest == "attention.masked_bias" || rest == "attention.rotary_emb.inv_freq";
+  }
+  return false;
+}
 
 /// (B, H, T, d): the first `dims` dimensions rotated by position, positions offset .. offset + T - 1
 /// (GPT-NeoX's rotate-half form).
@@ -171,14 +201,12 @@ int64_t PretrainedConfig::rotary_dims() const {
 std::string PretrainedConfig::model_type() const { return architecture == Architecture::gpt2 ? "gpt2" : "gpt_neox"; }
 
 PretrainedConfig read_pretrained_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot be read", "a Hugging Face checkpoint folder holds config.json");
-  json object;
-  try {
-    object = json::parse(in);
-  } catch (const json::exception& e) {
-    throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    throw InputError(path + ": cannot be read", "a Hugging Face checkpoint folder holds config.json");
+  // A config.json is a few KB; nesting is limited (lib/base/json.h): 200,000 levels overflowed the
+  // stack in an error message.
+  const json object = read_json_file(path, /*max_bytes=*/std::size_t{16} << 20);
   if (!object.is_object()) throw InputError(path + ": not a JSON object");
   const ConfigReader r(object, path);
   PretrainedConfig c;
@@ -261,6 +289,7 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
   const bool gpt2 = c.architecture == Architecture::gpt2;
   WeightReader reader(weights, c, device, gpt2 ? std::vector<std::string>{"transformer.", ""}
                                                : std::vector<std::string>{"gpt_neox.", ""});
+  std::set<std::string> used;  // of an untied output layer
   if (gpt2) {
     model.token_embedding_ = reader.load("wte.weight", {V, C});
     model.position_embedding_ = reader.load("wpe.weight", {c.n_positions, C});
@@ -290,6 +319,7 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
       WeightReader head(weights, c, device, {""});
       model.head_weight_ = head.load("lm_head.weight", {V, C});
       model.parameter_count_ += head.count();
+      used = head.used();
     }
   } else {
     const int64_t H = c.n_head, d = c.head_dim();
@@ -323,9 +353,19 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
       WeightReader head(weights, c, device, {""});
       model.head_weight_ = head.load("embed_out.weight", {V, C});
       model.parameter_count_ += head.count();
+      used = head.used();
     }
   }
   model.parameter_count_ += reader.count();
+  // Every tensor of the folder is used, but for transformers' own leftovers: a config.json of fewer
+  // layers (or another shape) than the weights would otherwise drop the rest without a word.
+  used.insert(reader.used().begin(), reader.used().end());
+  for (const auto& name : weights.names())
+    if (!used.count(name) && !ignorable_tensor(name, c, weights))
+      throw InputError(weights.file_of(name).path() + ": tensor '" + name + "' is not used by the " + c.model_type() +
+                           " model that " + config_path + " describes (" + std::to_string(c.n_layer) + " layer" +
+                           (c.n_layer == 1 ? "" : "s") + ")",
+                       "is config.json from the same model as the safetensors files?");
   log::debug("pretrained: " + folder + ": " + c.model_type() + ", " + std::to_string(model.parameter_count_) + " parameters");
   return model;
 }

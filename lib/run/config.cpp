@@ -72,6 +72,7 @@ struct Field {
   const char* name;
   std::function<std::string(const RunConfig&)> get;
   std::function<void(RunConfig&, const std::string&)> set;
+  bool optional = false;  // a run file may lack it (lib/SCHEMA.md, "Run file")
 };
 
 int64_t parse_int(const std::string& key, const std::string& text) {
@@ -146,8 +147,10 @@ const std::vector<Field>& fields() {
       SG_INT_FIELD("final_eval_batches", train.final_eval_batches),
       SG_INT_FIELD("eval_seed", train.eval_seed),
       SG_INT_FIELD("checkpoint_interval", train.checkpoint_interval),
+      // Run files written before the plan was recorded lack it: read as auto.
       Field{"loss_plan", [](const RunConfig& c) { return c.train.loss_plan; },
-            [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); }},
+            [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); },
+            /*optional=*/true},
   };
   return table;
 }
@@ -166,15 +169,48 @@ int64_t ModelConfig::parameter_count() const {
   return vocab_size * c + block_size * c + n_layer * layer + 2 * c + sink;
 }
 
+std::vector<std::pair<std::string, std::vector<int64_t>>> ModelConfig::parameter_shapes() const {
+  // LibTorch lists a module's own parameters before its children's, children in registration
+  // order (lib/model/model.cpp, attention.cpp).
+  const int64_t c = n_embd, h = n_head;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  if (arm.zero == ZeroOption::sinktoken) out.push_back({"sink_token", {c}});
+  out.push_back({"wte.weight", {vocab_size, c}});
+  out.push_back({"wpe.weight", {block_size, c}});
+  for (int64_t layer = 0; layer < n_layer; ++layer) {
+    const std::string block = "blocks." + std::to_string(layer) + ".";
+    out.push_back({block + "ln_1.weight", {c}});
+    out.push_back({block + "ln_1.bias", {c}});
+    if (arm.zero == ZeroOption::sinklogit) out.push_back({block + "attn.sink_logit", {h}});
+    if (arm.filter == Filter::normgate || arm.filter == Filter::renorm) out.push_back({block + "attn.gate_tau", {h}});
+    if (arm.filter == Filter::projgate) {
+      out.push_back({block + "attn.gate_w", {h, c / h}});
+      out.push_back({block + "attn.gate_b", {h}});
+    }
+    out.push_back({block + "attn.c_attn.weight", {3 * c, c}});
+    out.push_back({block + "attn.c_proj.weight", {c, c}});
+    out.push_back({block + "ln_2.weight", {c}});
+    out.push_back({block + "ln_2.bias", {c}});
+    out.push_back({block + "mlp.c_fc.weight", {4 * c, c}});
+    out.push_back({block + "mlp.c_proj.weight", {c, 4 * c}});
+  }
+  out.push_back({"ln_f.weight", {c}});
+  out.push_back({"ln_f.bias", {c}});
+  return out;
+}
+
 void ModelConfig::validate() const {
-  auto positive = [](const char* name, int64_t value) {
+  auto within = [](const char* name, int64_t value, int64_t most) {
     if (value <= 0) throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
+    if (value > most)
+      throw UsageError(std::string(name) + " = " + std::to_string(value) + " exceeds sinkgate's bound of " +
+                       std::to_string(most), "lib/SCHEMA.md lists the bounds of every configuration field");
   };
-  positive("n_layer", n_layer);
-  positive("n_head", n_head);
-  positive("n_embd", n_embd);
-  positive("block_size", block_size);
-  positive("vocab_size", vocab_size);
+  within("n_layer", n_layer, kMaxLayers);
+  within("n_embd", n_embd, kMaxWidth);
+  within("n_head", n_head, n_embd);
+  within("block_size", block_size, kMaxContext);
+  within("vocab_size", vocab_size, kMaxVocabulary);
   if (n_embd % n_head != 0)
     throw UsageError("n_embd (" + std::to_string(n_embd) + ") is not divisible by n_head (" +
                      std::to_string(n_head) + ")");
@@ -183,7 +219,15 @@ void ModelConfig::validate() const {
 
 void TrainConfig::validate() const {
   if (micro_batch <= 0 || accumulation <= 0) throw UsageError("micro_batch and accumulation must be positive");
+  if (micro_batch > kMaxBatch || accumulation > kMaxBatch)
+    throw UsageError("micro_batch (" + std::to_string(micro_batch) + ") and accumulation (" + std::to_string(accumulation) +
+                         ") must each be at most " + std::to_string(kMaxBatch),
+                     "lib/SCHEMA.md lists the bounds of every configuration field");
   if (iterations <= 0) throw UsageError("iterations must be positive");
+  if (iterations > kMaxIterations)
+    throw UsageError("iterations = " + std::to_string(iterations) + " exceeds sinkgate's bound of " +
+                         std::to_string(kMaxIterations) + " optimizer steps",
+                     "lib/SCHEMA.md lists the bounds of every configuration field");
   if (warmup < 0 || warmup > iterations)
     throw UsageError("warmup (" + std::to_string(warmup) + ") must lie in [0, iterations (" + std::to_string(iterations) + ")]");
   if (!(lr_peak > 0) || lr_min < 0 || lr_min > lr_peak)
@@ -193,6 +237,10 @@ void TrainConfig::validate() const {
   if (!(grad_clip > 0)) throw UsageError("grad_clip must be positive");
   if (eval_interval <= 0 || eval_batches <= 0 || final_eval_batches <= 0 || checkpoint_interval <= 0)
     throw UsageError("eval_interval, eval_batches, final_eval_batches and checkpoint_interval must be positive");
+  if (eval_batches > kMaxEvalBatches || final_eval_batches > kMaxEvalBatches)
+    throw UsageError("eval_batches (" + std::to_string(eval_batches) + ") and final_eval_batches (" +
+                         std::to_string(final_eval_batches) + ") must each be at most " + std::to_string(kMaxEvalBatches),
+                     "lib/SCHEMA.md lists the bounds of every configuration field");
   parse_loss_plan(loss_plan);
 }
 
@@ -337,6 +385,12 @@ std::vector<std::string> field_names() {
   std::vector<std::string> out;
   for (const auto& field : fields()) out.emplace_back(field.name);
   return out;
+}
+
+bool field_optional(const std::string& name) {
+  for (const auto& field : fields())
+    if (name == field.name) return field.optional;
+  return false;
 }
 
 }  // namespace sg

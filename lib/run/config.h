@@ -7,12 +7,25 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/run/arm.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
+
+/// Bounds of the configuration fields (lib/SCHEMA.md, "Run file"), checked by validate() for a
+/// command line and a run file alike: far above every tier (the largest, 350M: 24 layers, width
+/// 1024, context 1024, 177,000 steps), low enough that no product of them overflows and that a
+/// damaged run file cannot make a reader allocate or loop without end.
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxWidth = 65536;                 // n_embd
+inline constexpr int64_t kMaxContext = int64_t{1} << 20;    // block_size
+inline constexpr int64_t kMaxVocabulary = int64_t{1} << 24; // vocab_size
+inline constexpr int64_t kMaxBatch = 65536;                 // micro_batch, accumulation
+inline constexpr int64_t kMaxIterations = 10'000'000;
+inline constexpr int64_t kMaxEvalBatches = 100'000;         // eval_batches, final_eval_batches
 
 /// The GPT-2-style decoder (paper App. A) and its attention arm.
 struct ModelConfig {
@@ -30,7 +43,12 @@ struct ModelConfig {
   /// the attention and MLP projections (12 C^2, no biases) and the arm's own (Table 4), the final
   /// LayerNorm, and the sink token's vector. Computed, not counted: no model is built.
   int64_t parameter_count() const;
-  /// Throws UsageError when the fields are inconsistent (e.g. width not divisible by heads).
+  /// The parameters of that model by LibTorch name ("blocks.0.attn.c_attn.weight") and shape, in
+  /// the order the model registers them (the tied output layer is wte.weight). Computed, not
+  /// built: readers compare a run file's tensors with it before allocating any.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes() const;
+  /// Throws UsageError when the fields are inconsistent (e.g. width not divisible by heads) or
+  /// outside their bounds (kMaxLayers, …; n_head at most n_embd).
   void validate() const;
 };
 
@@ -56,6 +74,8 @@ struct TrainConfig {
   std::string loss_plan = "auto";
 
   int64_t batch() const { return micro_batch * accumulation; }
+  /// Throws UsageError for a field out of range or outside its bound (kMaxBatch, kMaxIterations,
+  /// kMaxEvalBatches), or inconsistent ones (warmup > iterations, lr_min > lr_peak).
   void validate() const;
 };
 
@@ -128,5 +148,9 @@ std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& conf
 
 /// The names of all settable fields.
 std::vector<std::string> field_names();
+
+/// Whether a run file's /config may lack the field (read then as its default): loss_plan alone,
+/// which files of earlier versions do not have. Every other field must be there.
+bool field_optional(const std::string& name);
 
 }  // namespace sg

@@ -1,7 +1,11 @@
 // run_file.cpp — run files without their tensors.
 #include "lib/run/run_file.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
@@ -12,6 +16,79 @@ namespace {
 
 void require(const h5::Group& root, const std::string& path, const std::string& file) {
   if (!root.exists(path)) throw InputError(file + ": run file lacks '" + path + "'", "is it complete? rewrite it with sg-train");
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + ")";
+}
+
+/// The tensors of a run file against its configuration, by name, shape and dtype (no data read):
+/// /model holds exactly the parameters of the configured model, /optimizer only groups of those
+/// parameters with exp_avg and exp_avg_sq of the parameter's shape, and all of them fit in the
+/// file (run files are uncompressed). So a configuration edited to another arm, fewer layers or a
+/// huge width is refused before any model is built, and what is built is bounded by the file.
+void check_tensors(const h5::Group& root, const RunConfig& config, const std::string& path) {
+  const std::string describes = "arm " + config.model.arm.name() + ", n_layer " + std::to_string(config.model.n_layer) +
+                                ", n_embd " + std::to_string(config.model.n_embd);
+  const std::string hint = "the run file was edited or damaged: its /config no longer describes its tensors";
+  std::map<std::string, std::vector<int64_t>> expected;
+  for (const auto& [name, shape] : config.model.parameter_shapes()) expected.emplace(name, shape);
+  uint64_t bytes = 0;
+  auto check_dataset = [&](const h5::Group& group, const std::string& member, const std::vector<int64_t>& shape) {
+    const std::string where = group.path() + "/" + member;
+    if (!group.is_dataset(member)) throw InputError(path + ": " + where + " is not a dataset", hint);
+    const auto dataset = group.dataset(member);
+    const auto stored = dataset.shape();
+    if (stored != shape)
+      throw InputError(path + ": " + where + " has shape " + shape_text(stored) + ", but the configuration (" +
+                           describes + ") implies " + shape_text(shape),
+                       hint);
+    if (dataset.dtype() != h5::Dtype::float32)
+      throw InputError(path + ": " + where + " is stored as " + h5::to_string(dataset.dtype()) +
+                           ", but run files hold float32 tensors",
+                       "the run file was written or edited by another program");
+    bytes += static_cast<uint64_t>(dataset.numel()) * 4;
+  };
+  const auto model = root.group("model");
+  const auto members = model.members();
+  for (const auto& name : members) {
+    const auto found = expected.find(name);
+    if (found == expected.end())
+      throw InputError(path + ": /model/" + name + " is not a parameter of the model its configuration describes (" +
+                           describes + ")",
+                       hint);
+    check_dataset(model, name, found->second);
+  }
+  if (members.size() != expected.size())
+    for (const auto& [name, shape] : expected)
+      if (!model.exists(name)) throw InputError(path + ": run file lacks '/model/" + name + "'", hint);
+  if (root.exists("optimizer")) {
+    const auto optimizer = root.group("optimizer");
+    for (const auto& name : optimizer.members()) {
+      const auto found = expected.find(name);
+      if (found == expected.end() || !optimizer.is_group(name))
+        throw InputError(path + ": /optimizer/" + name + " is not the state of a parameter of the model its "
+                             "configuration describes (" + describes + ")",
+                         hint);
+      const auto state = optimizer.group(name);
+      for (const auto& moment : state.members())
+        if (moment != "exp_avg" && moment != "exp_avg_sq")
+          throw InputError(path + ": /optimizer/" + name + "/" + moment + " is not an AdamW moment", hint);
+      for (const char* moment : {"exp_avg", "exp_avg_sq"}) {
+        if (!state.exists(moment))
+          throw InputError(path + ": run file lacks '/optimizer/" + name + "/" + moment + "'", "the run file is damaged");
+        check_dataset(state, moment, found->second);
+      }
+    }
+  }
+  struct stat info {};
+  const std::string local = h5::resolve_input(path);
+  if (::stat(local.c_str(), &info) == 0 && bytes > static_cast<uint64_t>(info.st_size))
+    throw InputError(path + ": its tensors would take " + std::to_string(bytes) + " bytes, more than the file's " +
+                         std::to_string(info.st_size),
+                     "the run file is damaged or truncated");
 }
 
 }  // namespace
@@ -49,7 +126,8 @@ RunState read_run_state(const std::string& path) {
   for (const char* member : {"config", "state", "model", "curves"}) require(root, member, path);
   RunState state;
   const auto config = root.group("config");
-  for (const auto& name : config.attribute_names()) {
+  const auto names = config.attribute_names();
+  for (const auto& name : names) {
     try {
       set_field(state.config, name, config.attribute_string(name));
     } catch (const UsageError& error) {
@@ -57,6 +135,12 @@ RunState read_run_state(const std::string& path) {
                        "was the file written by a newer sinkgate?");
     }
   }
+  // Every field the schema does not mark optional is there: a missing one would silently take the
+  // 10M tier's default (arm baseline, seed 0, 6,000 iterations).
+  for (const auto& name : field_names())
+    if (!field_optional(name) && std::find(names.begin(), names.end(), name) == names.end())
+      throw InputError(path + ": /config lacks the attribute '" + name + "'",
+                       "the run file is damaged: every configuration field but loss_plan must be there");
   const auto status = root.group("state");
   state.step = status.attribute_int("step");
   state.data_position = status.attribute_int("data_position");
@@ -80,11 +164,13 @@ RunState read_run_state(const std::string& path) {
   // The file's configuration and state are checked as strictly as a command line's: a damaged
   // file must fail here, naming itself, not crash the training loop (a zero interval divides).
   try {
+    find_tier(state.config.tier);
     state.config.model.validate();
     state.config.train.validate();
   } catch (const UsageError& error) {
     throw InputError(path + ": its configuration is invalid: " + error.what(), "the run file is damaged");
   }
+  check_tensors(root, state.config, path);
   const auto& t = state.config.train;
   auto bad_state = [&](const std::string& what) {
     throw InputError(path + ": /state " + what, "the run file is damaged");

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/base/error.h"
+#include "lib/base/json.h"
 #include "lib/base/log.h"
 #include "lib/io/h5.h"
 #include "lib/text/token_file.h"
@@ -123,12 +124,8 @@ bool CorpusReader::next(std::string& piece, bool& last) {
         ++s.line_number;
         s.bytes_read += static_cast<int64_t>(line.size()) + 1;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        nlohmann::json record;
-        try {
-          record = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::exception& error) {
-          throw InputError(s.current() + ":" + std::to_string(s.line_number) + ": not valid JSON (" + error.what() + ")");
-        }
+        // Nesting limited (lib/base/json.h): "FILE:LINE: not valid JSON (…)" or "… nested deeper than …".
+        const nlohmann::json record = parse_json(line, s.current() + ":" + std::to_string(s.line_number));
         const auto field = record.is_object() ? record.find(s.options.text_field) : record.end();
         if (!record.is_object() || field == record.end() || !field->is_string())
           throw InputError(s.current() + ":" + std::to_string(s.line_number) + ": no string field '" +
@@ -175,10 +172,17 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
                                 const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
   const auto files = expand_inputs(inputs);
   CorpusReader reader(files, options.corpus);
+  if (reader.bytes_total() == 0) {
+    std::string names;
+    for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
+    if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
+    if (names.empty()) names = "the inputs";
+    throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
+  }
   int64_t val_tokens = options.val_tokens;
-  if (val_tokens < 0) {
-    const int64_t estimate = reader.bytes_total() / 4;  // about four bytes a token in English
-    val_tokens = reader.bytes_total() > 0 ? std::min<int64_t>(5'200'000, estimate / 10) : 5'200'000;
+  if (val_tokens < 0) {  // min(5.2M, a tenth of the corpus's tokens, estimated at four bytes a token)
+    const int64_t estimate = reader.bytes_total() / 4;
+    val_tokens = std::min<int64_t>(5'200'000, estimate / 10);
   }
   TokenWriter writer(options.output, options.force, val_tokens, options.tokenizer_name, tokenizer.vocab_size(),
                      tokenizer.eot_id());

@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 
 #include "lib/base/error.h"
+#include "lib/base/json.h"
 #include "lib/base/paths.h"
 #include "lib/io/provenance.h"
 
@@ -1254,9 +1255,9 @@ std::map<std::string, int32_t> read_vocab_object(const nlohmann::json& object, c
 
 nlohmann::json parse_json(const std::string& path, const std::string& content) {
   try {
-    return nlohmann::json::parse(content);
-  } catch (const nlohmann::json::exception& error) {
-    malformed(path, 0, std::string("not valid JSON: ") + error.what());
+    return sg::parse_json(content, path);  // nesting limited (lib/base/json.h)
+  } catch (const InputError& error) {
+    malformed(path, 0, std::string(error.what()).substr(path.size() + 2));
   }
 }
 
@@ -1294,7 +1295,7 @@ bool read_normalizer(const std::string& path, const nlohmann::json& normalizer) 
     return nfc;
   }
   malformed(path, 0,
-            "normalizer " + (typed ? "type \"" + type + "\"" : excerpt(normalizer.dump())) +
+            "normalizer " + (typed ? "type \"" + type + "\"" : json_excerpt(normalizer)) +
                 " is not supported (only NFC, alone or in a Sequence)");
 }
 
@@ -1321,7 +1322,7 @@ std::vector<AddedTokenEntry> read_added_tokens(const std::string& path, const nl
                        token["id"].is_number_integer() && token["id"].get<int64_t>() >= 0 &&
                        token["id"].get<int64_t>() < (int64_t{1} << 30) && token["content"].is_string();
     if (!valid)
-      malformed(path, 0, "added_tokens entry " + excerpt(token.dump()) + " lacks an integer id or a content string");
+      malformed(path, 0, "added_tokens entry " + json_excerpt(token) + " lacks an integer id or a content string");
     AddedTokenEntry entry;
     entry.content = token["content"].get<std::string>();
     entry.id = token["id"].get<int32_t>();
@@ -1360,7 +1361,7 @@ std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, co
   const auto& model = config["model"];
   if (!model.is_object()) malformed(path, 0, "\"model\" is not an object");
   if (model.contains("type") && model["type"] != "BPE")
-    malformed(path, 0, "model type " + model["type"].dump() + " is not supported (only byte-level BPE)");
+    malformed(path, 0, "model type " + json_excerpt(model["type"]) + " is not supported (only byte-level BPE)");
   for (const char* field : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(field) && !model[field].is_null() && model[field] != "")
       malformed(path, 0, std::string("model.") + field + " is not supported (GPT-2 style byte-level BPE only)");
@@ -1374,7 +1375,7 @@ std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, co
                             !pre.value("add_prefix_space", false) && pre.value("use_regex", true);
     if (!byte_level)
       malformed(path, 0,
-                "pre_tokenizer " + pre.dump() + " is not supported (only GPT-2's ByteLevel, without add_prefix_space)");
+                "pre_tokenizer " + json_excerpt(pre) + " is not supported (only GPT-2's ByteLevel, without add_prefix_space)");
   }
   if (!model.contains("vocab")) malformed(path, 0, "no model.vocab");
   const auto vocab = read_vocab_object(model["vocab"], path);
@@ -1391,7 +1392,7 @@ std::shared_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& path, co
     }
     if (merges.size() != i + 1)
       malformed(path, 0, "model.merges[" + std::to_string(i) + "] is not \"left right\" or [\"left\", \"right\"]: " +
-                             excerpt(merge.dump()));
+                             json_excerpt(merge));
     lines.push_back(0);
   }
   const bool nfc = config.contains("normalizer") && read_normalizer(path, config["normalizer"]);
@@ -1461,6 +1462,27 @@ nlohmann::json parse_tokenizer_json(const std::string& label, const std::string&
 }
 
 }  // namespace
+
+std::vector<std::string> vocabulary_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const auto exists = [&](const fs::path& file) { return fs::is_regular_file(file, error); };
+  std::vector<fs::path> candidates;
+  if (fs::is_directory(path, error)) {
+    if (exists(fs::path(path) / "tokenizer.json")) candidates = {fs::path(path) / "tokenizer.json"};
+    else candidates = {fs::path(path) / "vocab.json", fs::path(path) / "merges.txt"};
+  } else {
+    const fs::path file(path);
+    candidates = {file};
+    if (file.filename() == "merges.txt") candidates.push_back(file.parent_path() / "vocab.json");
+    else if (file.filename() != "tokenizer.json" && file.extension() != ".tiktoken")
+      candidates.push_back(file.parent_path() / "merges.txt");
+  }
+  std::vector<std::string> files;
+  for (const auto& candidate : candidates)
+    if (exists(candidate) || candidate == fs::path(path)) files.push_back(candidate.string());
+  return files;
+}
 
 Tokenizer Tokenizer::load(const std::string& path) {
   namespace fs = std::filesystem;

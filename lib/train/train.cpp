@@ -33,6 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 /// The first SIGTERM or SIGINT asks the loop to checkpoint and stop; a second one stops at once.
 volatile std::sig_atomic_t g_stop_signal = 0;
+int g_stop_installed = 0;  // StopSignals alive (nested: sg-train's, then train()'s own)
 
 extern "C" void on_stop_signal(int signal) {
   if (g_stop_signal != 0) {
@@ -43,29 +44,27 @@ extern "C" void on_stop_signal(int signal) {
   g_stop_signal = signal;
 }
 
-/// Installs the handler for the loop's lifetime and restores the previous ones after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;  // file writes in progress are not interrupted
-    sigaction(SIGTERM, &action, &old_term_);
-    sigaction(SIGINT, &action, &old_int_);
-  }
-  ~StopSignals() {
-    sigaction(SIGTERM, &old_term_, nullptr);
-    sigaction(SIGINT, &old_int_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  int received() const { return g_stop_signal; }
+}  // namespace
 
- private:
-  struct sigaction old_term_ {}, old_int_ {};
-};
+StopSignals::StopSignals() {
+  if (g_stop_installed++ == 0) g_stop_signal = 0;  // a signal an outer instance caught is kept
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // file writes in progress are not interrupted
+  sigaction(SIGTERM, &action, &old_term_);
+  sigaction(SIGINT, &action, &old_int_);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGTERM, &old_term_, nullptr);
+  sigaction(SIGINT, &old_int_, nullptr);
+  --g_stop_installed;
+}
+
+int StopSignals::received() const { return g_stop_signal; }
+
+namespace {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -227,6 +226,13 @@ Session open_session(const RunConfig& config_in, const TrainOptions& options, co
     state.labels = options.labels;
   }
   check_vocabulary_fits(tokens, config.model, "the model");
+  // Both splits must hold a window (block_size + 1 tokens): refused here, before the output exists,
+  // not at the first batch after the step-0 checkpoint was written.
+  for (const Split split : {Split::train, Split::val})
+    if (tokens.size(split) <= config.model.block_size)
+      throw InputError(tokens.path() + ": the " + to_string(split) + " split has " + std::to_string(tokens.size(split)) +
+                           " tokens, not more than the context length " + std::to_string(config.model.block_size),
+                       "use a larger corpus, a smaller validation split (sg-tokenize --val-tokens) or a shorter context");
   // Data parallelism: every rank trains; rank 0 alone writes (distributed.h).
   session.world = options.distributed.distributed() ? options.distributed.world_size : 1;
   session.rank = options.distributed.distributed() ? options.distributed.rank : 0;

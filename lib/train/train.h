@@ -3,6 +3,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <signal.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,24 @@
 #include "lib/train/distributed.h"
 
 namespace sg {
+
+/// While an instance lives, the first SIGTERM or SIGINT only sets a flag (received()) that the
+/// training loop checks after each step to checkpoint and stop (exit 6); a second one stops at
+/// once. train() holds one for its loop; sg-train holds one from before training until the process
+/// exits, so that a signal after the last checkpoint finds the handler (exit 0), not the default
+/// action (exit 143). Instances nest; the previous handlers come back when one ends.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  /// The signal received (SIGTERM, SIGINT), or 0.
+  int received() const;
+
+ private:
+  struct sigaction old_term_ {}, old_int_ {};
+};
 
 struct TrainOptions {
   std::string token_file;

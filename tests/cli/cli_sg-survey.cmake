@@ -81,3 +81,16 @@ list(APPEND SG_CORPUS_TESTS
   "cli: sg-survey refuses a percentile outside (0, 100)"
   "cli: survey.mk renders Table 12 and draws Figure 4"
 )
+
+# A config.json nested 200,000 levels deep crashed sg-sample, sg-eval and sg-survey (the stack
+# overflowed in an error message's dump of the value): now exit 3 naming the file, in all three.
+add_test(NAME "cli: a config.json nested 200,000 levels deep is exit 3 naming it in sg-sample, sg-eval and sg-survey"
+         COMMAND sh -c "d=${SG_SURVEY_DATA}/deep; rm -rf $d; cp -r ${SG_SURVEY_DATA}/tiny-gpt2 $d; \
+{ printf '{\"model_type\": '; head -c 200000 /dev/zero | tr '\\0' '['; head -c 200000 /dev/zero | tr '\\0' ']'; printf '}'; } \
+> $d/config.json; \
+$<TARGET_FILE:sg-sample> $d --prompt a -n 1 --vocab ${SG_GPT2_VOCAB} --threads 1; echo \"exit $?\"; \
+$<TARGET_FILE:sg-eval> $d --task wikitext --wikitext ${SG_SURVEY_TEXT} --vocab ${SG_GPT2_VOCAB} --threads 1 -o $d/e.h5; \
+echo \"exit $?\"; ${survey} $d --text ${SG_SURVEY_TEXT} --vocab ${SG_GPT2_VOCAB} --threads 1 -o $d/s.h5; echo \"exit $?\"")
+set_tests_properties("cli: a config.json nested 200,000 levels deep is exit 3 naming it in sg-sample, sg-eval and sg-survey"
+                     PROPERTIES FIXTURES_REQUIRED sg_survey_model
+                     PASS_REGULAR_EXPRESSION "sg-sample: error: [^\n]*deep/config.json: JSON nested deeper than 64 levels\nhint: [^\n]*\nexit 3\nsg-eval: error: [^\n]*deep/config.json: JSON nested deeper than 64 levels\nhint: [^\n]*\nexit 3\nsg-survey: error: [^\n]*deep/config.json: JSON nested deeper than 64 levels\nhint: [^\n]*\nexit 3")

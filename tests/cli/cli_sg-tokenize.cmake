@@ -43,3 +43,14 @@ set_tests_properties("cli: sg-tokenize reads a FIFO and a process substitution o
   PASS_REGULAR_EXPRESSION "^ *3 +training split +[1-9][0-9]* tokens[^\n]*\n *3 +validation split +100 tokens[^\n]*\nsg-tokenize: error: /dev/zero: a device, not a file")
 list(APPEND SG_CORPUS_TESTS "cli: sg-tokenize reads a FIFO and a process substitution once, as it reads the file")
 
+
+# An empty corpus is exit 3 naming it (the default validation split asked for 5,200,000 tokens of
+# it); -o aimed at the vocabulary or the merges.txt beside it is refused (exit 4), both left intact.
+add_test(NAME "cli: sg-tokenize refuses an empty corpus and an output on its vocabulary or merges.txt"
+         COMMAND bash -c "d='${SG_CLI_DATA}/tokenize-inputs'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+tok=$<TARGET_FILE:sg-tokenize>; : > empty.txt; $tok empty.txt --vocab '${SG_GPT2_VOCAB}' -o e.h5 2>&1; echo \"exit $?\"; \
+printf '{\"a\": 0}' > vocab.json; printf '#version: 0.2\\n' > merges.txt; printf 'text' > t.txt; \
+$tok t.txt --vocab vocab.json -o merges.txt --force 2>&1; echo \"exit $?\"; \
+$tok t.txt --vocab vocab.json -o vocab.json --force 2>&1; echo \"exit $?\"; cat vocab.json merges.txt")
+set_tests_properties("cli: sg-tokenize refuses an empty corpus and an output on its vocabulary or merges.txt" PROPERTIES
+    PASS_REGULAR_EXPRESSION "empty.txt: the corpus is empty [(]0 bytes[)]\n[^\n]*\nexit 3\n[^\n]*merges.txt is also an input[^\n]*\n[^\n]*\nexit 4\n[^\n]*vocab.json is also an input[^\n]*\n[^\n]*\nexit 4\n{\"a\": 0}#version: 0.2")

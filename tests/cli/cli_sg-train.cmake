@@ -134,7 +134,7 @@ ${SG_PYTHON} -c \"import h5py, sys; f = h5py.File('w.h5', 'r+'); x = f[sys.argv[
 $train --tokens $t --resume --threads 1 --log-level error -o w.h5 2>&1; echo \"exit $?\"; done")
   set_tests_properties("cli: sg-train --resume refuses float64 weights and moments, naming the tensor" PROPERTIES
     FIXTURES_REQUIRED sg_tokens
-    PASS_REGULAR_EXPRESSION "w.h5: /model/wte.weight is stored as Double, but run files hold float32 tensors.*\nexit 3\n.*w.h5: /optimizer/wte.weight/exp_avg is stored as Double, but run files hold float32 tensors.*\nexit 3")
+    PASS_REGULAR_EXPRESSION "w.h5: /model/wte.weight is stored as float64, but run files hold float32 tensors.*\nexit 3\n.*w.h5: /optimizer/wte.weight/exp_avg is stored as float64, but run files hold float32 tensors.*\nexit 3")
 endif()
 
 # A lock file planted as a symbolic or hard link to another file is refused (exit 4), and the file
@@ -227,3 +227,22 @@ if(SG_PYTHON)
                        PASS_REGULAR_EXPRESSION "every killed run resumed to the uninterrupted result")
   list(APPEND SG_CORPUS_TESTS "cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise")
 endif()
+
+# Outputs aimed at inputs (issue 32): -o on the --config file, --log-json on the token file, the
+# --config file or the run file itself are refused (exit 4) and leave the input as it was; a token
+# file whose validation split is shorter than a window is refused (exit 3) before the run file exists.
+add_test(NAME "cli: sg-train refuses outputs aimed at its inputs and a too short token file before writing"
+         COMMAND bash -c "set -uo pipefail; d='${SG_CLI_DATA}/train-inputs'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+train=$<TARGET_FILE:sg-train>; cp '${SG_CLI_DATA}/tokens.h5' t.h5; printf 'iterations = 1\\nwarmup = 0\\n' > c.conf; \
+sum() { sha256sum t.h5 c.conf | sha256sum; }; before=$(sum); \
+a=\"--tokens t.h5 --tier tiny --config c.conf --threads 1 --log-level error\"; \
+$train $a -o c.conf --force 2>&1; echo \"exit $?\"; \
+$train $a -o r.h5 --log-json t.h5 2>&1; echo \"exit $?\"; \
+$train $a -o r.h5 --log-json c.conf 2>&1; echo \"exit $?\"; \
+$train $a -o r.h5 --log-json ./r.h5 2>&1; echo \"exit $?\"; \
+[ \"$before\" = \"$(sum)\" ] && echo inputs unchanged; \
+printf 'A few words.' > short.txt; $<TARGET_FILE:sg-tokenize> short.txt --vocab '${SG_GPT2_VOCAB}' --val-tokens 2 -o s.h5 --log-level error; \
+$train --tokens s.h5 --tier tiny --set iterations=1 --set warmup=0 --threads 1 --log-level error -o r.h5 2>&1; echo \"exit $?\"; ls")
+set_tests_properties("cli: sg-train refuses outputs aimed at its inputs and a too short token file before writing" PROPERTIES
+    FIXTURES_REQUIRED sg_tokens
+    PASS_REGULAR_EXPRESSION "c.conf is also an input[^\n]*\n[^\n]*\nexit 4\n[^\n]*--log-json t.h5 is the token file[^\n]*\n[^\n]*\nexit 4\n[^\n]*--log-json c.conf is the --config file[^\n]*\n[^\n]*\nexit 4\n[^\n]*--log-json ./r.h5 is the run file[^\n]*\n[^\n]*\nexit 4\ninputs unchanged\n[^\n]*s.h5: the [a-z]+ split has [0-9]+ tokens, not more than the context length 64\n[^\n]*\nexit 3\nc.conf\ns.h5\nshort.txt\nt.h5\n$")

@@ -288,7 +288,7 @@ TEST_CASE("task files with missing fields, bad labels, no records or no file are
   CHECK_THROWS_WITH(sg::read_lambada(write("empty.jsonl", "")), Contains("empty.jsonl: holds no records"));
   CHECK_THROWS_WITH(sg::read_lambada(write("nofield.jsonl", "{\"text\": \"a b\"}\n{\"passage\": \"c d\"}\n")),
                     Contains("nofield.jsonl: line 2 has no \"text\" field"));
-  CHECK_THROWS_WITH(sg::read_lambada(write("bad.jsonl", "{\"text\": \"a b\"\n")), Contains("bad.jsonl: line 1 is not JSON"));
+  CHECK_THROWS_WITH(sg::read_lambada(write("bad.jsonl", "{\"text\": \"a b\"\n")), Contains("bad.jsonl: line 1: not valid JSON"));
   CHECK_THROWS_WITH(sg::read_lambada(scratch / "absent.jsonl"), Contains("absent.jsonl: cannot be read"));
   const std::string item = R"({"activity_label": "A", "ctx_a": "b", "ctx_b": "c", "endings": ["x", "y"], "label": )";
   CHECK_THROWS_WITH(sg::read_hellaswag(write("label.jsonl", item + "\"5\"}\n")),

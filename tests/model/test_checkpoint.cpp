@@ -70,6 +70,25 @@ TEST_CASE("a run file with an invalid configuration or state is an InputError na
   CHECK_THAT(error_of(write(finished, "finished.h5")), Catch::Contains("says finished at step 3"));
 }
 
+TEST_CASE("the parameters a configuration implies are those the model registers, for every arm") {
+  // ModelConfig::parameter_shapes (computed, lib/run) against the model LibTorch builds (counted):
+  // readers compare a run file's tensors with the former before building the latter.
+  auto arms = sg::paper_arm_names();
+  arms.insert(arms.end(), {"sinktoken+projgate", "sinktoken+renorm", "offbyone+normgate"});
+  for (const auto& arm : arms) {
+    for (const int64_t layers : {1, 3}) {
+      auto config = tiny_state().config.model;
+      config.arm = sg::parse_arm(arm);
+      config.n_layer = layers;
+      const auto model = sg::build_model(config, 1);
+      std::vector<std::pair<std::string, std::vector<int64_t>>> built;
+      for (const auto& item : model->named_parameters()) built.emplace_back(item.key(), item.value().sizes().vec());
+      INFO("arm " << arm << ", " << layers << " layers");
+      CHECK(config.parameter_shapes() == built);
+    }
+  }
+}
+
 TEST_CASE("a checkpoint with non-finite weights or optimizer state is refused and the file keeps its last one") {
   sg_test::Scratch scratch;
   const auto path = scratch / "run.h5";

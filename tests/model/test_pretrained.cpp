@@ -165,6 +165,26 @@ TEST_CASE("pretrained: checkpoints that disagree with config.json are refused", 
     set_config(scratch.dir, "num_hidden_layers", 4);
     CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU), Contains("lacks tensor 'gpt_neox.layers.3."));
   }
+  SECTION("fewer layers in config.json than the checkpoint holds: the rest would be ignored") {
+    copy_fixture("gpt2-tied", scratch.dir);
+    set_config(scratch.dir, "n_layer", 1);
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU),
+                      Contains(scratch / "model.safetensors") && Contains("h.1.") && Contains("is not used") &&
+                          Contains("(1 layer)"));
+  }
+  SECTION("fewer layers in a GPT-NeoX config.json, sharded") {
+    copy_fixture("neox-fp16-sharded", scratch.dir);
+    set_config(scratch.dir, "num_hidden_layers", 1);
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU),
+                      Contains("gpt_neox.layers.1.") && Contains("is not used"));
+  }
+  SECTION("a config.json nested 200,000 levels deep") {
+    copy_fixture("gpt2-tied", scratch.dir);
+    // The stack overflowed in the error message's dump() of the value; parsing is now depth-limited.
+    write_bytes(scratch / "config.json", "{\"model_type\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
+    CHECK_THROWS_WITH(sg::PretrainedModel::load(scratch.dir, torch::kCPU),
+                      Contains(scratch / "config.json") && Contains("nested deeper than 64 levels"));
+  }
   SECTION("a truncated shard") {
     copy_fixture("neox-fp16-sharded", scratch.dir);
     const auto shard = scratch / "model-00002-of-00007.safetensors";

@@ -1,5 +1,7 @@
 // Tests of lib/run/run_file: a run file's configuration, state, curves and labels round-trip
-// through HDF5 without LibTorch, a damaged state is an InputError naming the file, and labels.
+// through HDF5 without LibTorch, a damaged state is an InputError naming the file, every
+// configuration field but the optional ones must be there and within its bounds, the tensors must
+// be exactly those the configuration describes, and labels.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,7 +16,7 @@ namespace {
 sg::RunState small_state() {
   sg::RunState state;
   state.config = sg::make_run_config("tiny", "sinklogit", 5);
-  sg::apply_overrides(state.config, {"n_layer=1", "iterations=8", "warmup=2", "lr_peak=3e-4"});
+  sg::apply_overrides(state.config, {"n_layer=1", "iterations=8", "warmup=2", "lr_peak=3e-4", "vocab_size=40"});
   state.step = 2;
   state.data_position = 2 * state.config.train.batch();
   state.tokens_seen = 123;
@@ -30,16 +32,72 @@ sg::RunState small_state() {
   return state;
 }
 
-/// A run file of `state` with an empty /model group in place of the weights.
-std::string write(const sg_test::Scratch& scratch, const std::string& name, const sg::RunState& state) {
+/// Zero-filled float32 tensors of the parameters of `model` under /model (and, with `optimizer`,
+/// their AdamW moments under /optimizer), as lib/model/checkpoint writes them, without LibTorch.
+void write_tensors(sg::h5::Group& root, const sg::ModelConfig& model, bool optimizer = false) {
+  root.create_group("model");
+  for (const auto& [name, shape] : model.parameter_shapes()) {
+    int64_t numel = 1;
+    for (const auto size : shape) numel *= size;
+    const std::vector<float> zeros(static_cast<size_t>(numel), 0.0f);
+    root.write_array("model/" + name, sg::h5::Dtype::float32, shape, zeros.data());
+    if (!optimizer) continue;
+    auto group = root.create_group("optimizer/" + name);
+    group.set_attribute("step", int64_t{1});
+    for (const char* moment : {"exp_avg", "exp_avg_sq"}) group.write_array(moment, sg::h5::Dtype::float32, shape, zeros.data());
+  }
+}
+
+/// A run file of `state` with zero weights of the configured model (or of `tensors_of`'s).
+std::string write(const sg_test::Scratch& scratch, const std::string& name, const sg::RunState& state,
+                  const sg::ModelConfig* tensors_of = nullptr) {
   const auto path = scratch / name;
   sg::h5::Writer writer(path, /*force=*/true);
   sg::Provenance provenance;
   provenance.tool = "test_run_file";
   sg::write_run_contents(writer.root(), state, provenance);
-  writer.root().create_group("model");
+  write_tensors(writer.root(), tensors_of ? *tensors_of : state.config.model);
   writer.commit();
   return path;
+}
+
+/// A run file of `state` whose /config has the fields of `fields` only (each as a string), written
+/// field by field as write_run_contents writes them: to delete or replace single fields.
+std::string write_fields(const sg_test::Scratch& scratch, const std::string& name, const sg::RunState& state,
+                         const std::vector<std::pair<std::string, std::string>>& fields) {
+  const auto path = scratch / name;
+  sg::h5::Writer writer(path, /*force=*/true);
+  auto& root = writer.root();
+  sg::h5::set_format(root, sg::kRunFormat, sg::kRunSchemaVersion);
+  auto config = root.create_group("config");
+  for (const auto& [key, value] : fields) config.set_attribute(key, value);
+  auto status = root.create_group("state");
+  status.set_attribute("step", state.step);
+  status.set_attribute("data_position", state.data_position);
+  status.set_attribute("tokens_seen", state.tokens_seen);
+  status.set_attribute("finished", int64_t{0});
+  status.set_attribute("final_val_loss", std::nan(""));
+  status.set_attribute("token_file", state.token_file);
+  status.set_attribute("token_file_sha256", state.token_file_hash);
+  const auto& c = state.curves;
+  root.write_ints("curves/step", c.step);
+  root.write_doubles("curves/train_loss", c.train_loss);
+  root.write_doubles("curves/lr", c.lr);
+  root.write_doubles("curves/tokens_per_second", c.tokens_per_second);
+  root.write_ints("curves/val_step", c.val_step);
+  root.write_doubles("curves/val_loss", c.val_loss);
+  write_tensors(root, state.config.model);
+  writer.commit();
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    sg::read_run_state(path);
+  } catch (const sg::InputError& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace
@@ -104,4 +162,116 @@ TEST_CASE("a run file carries its tokenizer record, and refuses one with more id
   state.config.model.vocab_size = 299;
   const auto path = write(scratch, "small.h5", state);
   CHECK_THROWS_WITH(sg::read_run_state(path), Catch::Contains(path) && Catch::Contains("300 ids"));
+}
+
+TEST_CASE("a run file lacking a configuration field is refused, naming the file and the field, but for loss_plan") {
+  sg_test::Scratch scratch;
+  const auto state = small_state();
+  const auto all = sg::to_fields(state.config);
+  CHECK(error_of(write_fields(scratch, "all.h5", state, all)) == "(no error)");
+  int refused = 0;
+  for (size_t skip = 0; skip < all.size(); ++skip) {
+    auto fields = all;
+    fields.erase(fields.begin() + static_cast<std::ptrdiff_t>(skip));
+    const auto path = write_fields(scratch, "lacks-" + all[skip].first + ".h5", state, fields);
+    if (all[skip].first == "loss_plan") {  // files written before sinkgate recorded it
+      CHECK(sg::read_run_state(path).config.train.loss_plan == "auto");
+      continue;
+    }
+    INFO("without " << all[skip].first);
+    CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("/config lacks the attribute '" + all[skip].first + "'"));
+    ++refused;
+  }
+  CHECK(refused == static_cast<int>(all.size()) - 1);
+  CHECK_FALSE(sg::field_optional("arm"));
+  CHECK(sg::field_optional("loss_plan"));
+}
+
+TEST_CASE("a run file's configuration values are bounded as on a command line: unknown tier, huge sizes, endless runs") {
+  sg_test::Scratch scratch;
+  const auto state = small_state();
+  auto with = [&](const std::string& key, const std::string& value) {
+    auto fields = sg::to_fields(state.config);
+    for (auto& field : fields)
+      if (field.first == key) field.second = value;
+    return write_fields(scratch, key + ".h5", state, fields);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"tier", "garbage"},          {"n_layer", "1000000"},       {"n_embd", "1000000000"},
+      {"block_size", "100000000"},  {"vocab_size", "1000000000"}, {"eval_batches", "1000000000"},
+      {"iterations", "4611686018427387904"}, {"final_eval_batches", "1000000000"}, {"micro_batch", "100000000"},
+      {"n_head", "128"}};
+  for (const auto& [key, value] : cases) {
+    INFO(key << " = " << value);
+    const auto path = with(key, value);
+    const auto message = error_of(path);
+    CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("configuration is invalid") && Catch::Contains(key));
+  }
+  // The same bounds on the command line (a usage error there).
+  auto config = state.config;
+  sg::apply_overrides(config, {"iterations=4611686018427387904"});
+  CHECK_THROWS_WITH(config.train.validate(), Catch::Contains("iterations") && Catch::Contains("bound"));
+  config = state.config;
+  sg::apply_overrides(config, {"n_layer=1000000"});
+  CHECK_THROWS_WITH(config.model.validate(), Catch::Contains("n_layer") && Catch::Contains("bound"));
+  // The bounds themselves are far above every tier.
+  for (const auto& tier : sg::tiers()) {
+    CHECK_NOTHROW(tier.model.validate());
+    CHECK_NOTHROW(tier.train.validate());
+  }
+}
+
+TEST_CASE("a run file whose configuration does not describe its tensors is refused: another arm, fewer layers, leftovers") {
+  sg_test::Scratch scratch;
+  auto state = small_state();  // sinklogit, 1 layer
+  CHECK(error_of(write(scratch, "good.h5", state)) == "(no error)");
+
+  // Tensors of combo2 (sink logit and a projection gate), configuration baseline: the gate is left over.
+  auto combo2 = state.config.model;
+  combo2.arm = sg::parse_arm("combo2");
+  auto baseline = state;
+  baseline.config.model.arm = sg::parse_arm("baseline");
+  auto path = write(scratch, "arm.h5", baseline, &combo2);
+  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("attn.sink_logit is not a parameter") &&
+                                 Catch::Contains("arm baseline"));
+
+  // Tensors of 2 layers, configuration 1 layer.
+  auto two = state.config.model;
+  two.n_layer = 2;
+  path = write(scratch, "layers.h5", state, &two);
+  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("/model/blocks.1.") &&
+                                 Catch::Contains("is not a parameter"));
+
+  // Configuration of 2 layers, tensors of 1: a missing parameter.
+  auto more = state;
+  more.config.model.n_layer = 2;
+  path = write(scratch, "missing.h5", more, &state.config.model);
+  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("lacks '/model/blocks.1."));
+
+  // A wider configuration than the tensors: a shape, checked before anything is allocated.
+  auto wide = state;
+  wide.config.model.n_embd = 4096;
+  wide.config.model.n_head = 2;
+  path = write(scratch, "wide.h5", wide, &state.config.model);
+  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("has shape") && Catch::Contains("n_embd 4096"));
+}
+
+TEST_CASE("optimizer state of a parameter the configuration does not have is refused") {
+  sg_test::Scratch scratch;
+  const auto state = small_state();
+  auto combo2 = state.config.model;
+  combo2.arm = sg::parse_arm("combo2");
+  const auto path = scratch / "optimizer.h5";
+  {
+    sg::h5::Writer writer(path, /*force=*/true);
+    sg::write_run_contents(writer.root(), state, sg::Provenance{});
+    write_tensors(writer.root(), state.config.model, /*optimizer=*/true);
+    // One more group: the moments of a gate this sinklogit model does not have.
+    auto extra = writer.root().create_group("optimizer/blocks.0.attn.gate_b");
+    const std::vector<float> zeros(2, 0.0f);
+    extra.write_array("exp_avg", sg::h5::Dtype::float32, {2}, zeros.data());
+    extra.write_array("exp_avg_sq", sg::h5::Dtype::float32, {2}, zeros.data());
+    writer.commit();
+  }
+  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("/optimizer/blocks.0.attn.gate_b is not the state"));
 }
