@@ -14,14 +14,22 @@ mutation under a memory cap (RLIMIT_AS) and a time limit. A case fails on
   - exit 3 whose message does not name the input,
   - an input that a reader changed (readers never write their inputs; sg-train --resume aside).
 
+Then structural cases (tests/h5_hostile.py): HDF5 inputs rewritten with h5py to use what sinkgate's
+writers never write — external and soft links, raw data in another file, a FIFO or /dev/zero,
+virtual datasets, sparse extents and holes, other filters, committed types, compound attributes,
+rank-9 datasets — and lost writes (a whole stored chunk zeroed with its Fletcher32). Each must be
+refused, exit 3 naming the file: besides the failures above, exit 0 is a silent accept. A zeroed
+chunk must be refused by at least one reader of its kind (the others may not read that dataset).
+
 Usage:
-  fuzz.py BIN_DIR WORK_DIR [--cases N] [--seed S] [--kinds a,b] [--jobs J] [--timeout SEC]
+  fuzz.py BIN_DIR WORK_DIR [--cases N] [--structural N] [--seed S] [--kinds a,b] [--jobs J] [--timeout SEC]
 
   BIN_DIR   the folder of the sg- executables (build/bin)
   WORK_DIR  scratch folder (wiped): seeds/, cases/, failures/ (each failing input, with its command)
 
 The number of cases is N (default 100, under a minute on 2 cores), or $SINKGATE_FUZZ_CASES (a
-release campaign: thousands; the old name SG_FUZZ_CASES still works, with a warning). Each case is
+release campaign: thousands; the old name SG_FUZZ_CASES still works, with a warning); structural
+cases: --structural N (default 30), or $SINKGATE_FUZZ_STRUCTURAL. Each case is
 reproducible from (--seed, case number): the summary line of a failure says both. Exit 0 when every case passed, 1 otherwise.
 """
 import argparse
@@ -460,7 +468,7 @@ def one_case(case, args, kinds, seeds, pool_kinds, donors):
     return case, kind, description, results
 
 
-FAILURES = {"crash", "hang", "internal", "bad-code", "unnamed", "changed-input", "accepted"}
+FAILURES = {"crash", "hang", "internal", "bad-code", "unnamed", "changed-input", "accepted", "silent-accept"}
 
 
 # --- structural families (issue 32): each a function of (rng, seeds, bin_dir, case_dir) returning
@@ -591,6 +599,58 @@ def run_family_case(case, family, args, seeds, bin_dir):
     return case, family, description, results
 
 
+# The HDF5 kinds that structural cases rewrite (tests/h5_hostile.py).
+STRUCTURAL_KINDS = ["tokens", "run", "result", "pairdiff", "examples"]
+
+
+def one_structural(case, args, kinds, seeds, pool_kinds):
+    """Structural case `case`: an HDF5 input rewritten by one h5_hostile.py edit, run by every reader of its kind."""
+    import h5_hostile
+    rng = random.Random(args.seed * 1_000_003 + 500_000_000 + case)
+    kind = pool_kinds[case % len(pool_kinds)]
+    edit = h5_hostile.EDITS[rng.randrange(len(h5_hostile.EDITS))]
+    case_dir = os.path.join(args.work, "cases", f"s{case}")
+    os.makedirs(case_dir)
+    source = seed_of(kind, seeds)
+    target = os.path.join(case_dir, os.path.basename(source).replace(".", f"-s{case}.", 1))
+    edited = target + ".edited"  # side files (a FIFO, the linked copy, raw data) go beside it, named from it
+    try:
+        dataset = h5_hostile.edit(edit, source, edited, seed=rng.randrange(1 << 30))
+    except SystemExit as e:  # no dataset of the kind the edit needs: nothing to test
+        shutil.rmtree(case_dir, ignore_errors=True)
+        return case, kind, f"{edit}: skipped ({e})", []
+    with open(edited, "rb") as f:
+        data = f.read()
+    description = f"{edit} on {dataset}"
+    results = []
+    for name, template, allowed in kinds[kind]:
+        with open(target, "wb") as f:
+            f.write(data)
+        argv = [a.replace("{F}", target) for a in template]
+        outcome, detail, seconds = run_reader(name, argv, allowed, target, args.timeout, case_dir)
+        if outcome == "ok" and edit != "zero-chunk":
+            outcome, detail = "silent-accept", f"exit 0 on a file with {description}"
+        results.append((name, outcome, detail, seconds, argv))
+    if edit == "zero-chunk" and results and all(r[1] == "ok" for r in results):
+        name, _, _, seconds, argv = results[0]
+        results[0] = (name, "silent-accept", f"every reader exit 0 on a file with {description}", seconds, argv)
+    failed = [r for r in results if r[1] in FAILURES]
+    if failed:
+        keep = os.path.join(args.work, "failures", f"s{case}-{kind}-{edit}")
+        shutil.copytree(case_dir, keep, ignore=lambda d, names: [n for n in names if n.endswith(".fifo")])
+        with open(os.path.join(keep, "README"), "w") as f:
+            f.write(f"structural case {case}, seed {args.seed}, kind {kind}: {description}\n")
+            for name, outcome, detail, seconds, argv in failed:
+                f.write(f"{outcome}: {' '.join(argv)}\n  {detail}\n")
+    shutil.rmtree(case_dir, ignore_errors=True)
+    return case, kind, description, results
+
+
+def default_structural():
+    """$SINKGATE_FUZZ_STRUCTURAL, else 30."""
+    return os.environ.get("SINKGATE_FUZZ_STRUCTURAL", "30")
+
+
 def default_cases():
     """$SINKGATE_FUZZ_CASES, else the old name $SG_FUZZ_CASES (with a warning), else 100."""
     if "SINKGATE_FUZZ_CASES" in os.environ:
@@ -606,6 +666,7 @@ def main():
     parser.add_argument("bin_dir")
     parser.add_argument("work")
     parser.add_argument("--cases", type=int, default=int(default_cases()))
+    parser.add_argument("--structural", type=int, default=int(default_structural()))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     parser.add_argument("--jobs", type=int, default=2)
@@ -698,13 +759,43 @@ def main():
                 if outcome in FAILURES:
                     failures.append((case, family, name, outcome, description, detail))
     chosen = chosen + families
+    # Structural cases: HDF5 inputs using what sinkgate never writes, and lost writes.
+    structural_pool = [k for k in STRUCTURAL_KINDS if k in chosen]
+    edits = {}
+    if structural_pool and args.structural > 0:
+        done = 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as executor:
+            futures = [executor.submit(one_structural, case, args, kinds, seeds, structural_pool)
+                       for case in range(args.structural)]
+            for future in concurrent.futures.as_completed(futures):
+                case, kind, description, results = future.result()
+                done += 1
+                edit = description.split(" ")[0].rstrip(":")
+                for name, outcome, detail, seconds, argv in results:
+                    key = ("structural " + kind, outcome)
+                    counts[key] = counts.get(key, 0) + 1
+                    edits[(edit, outcome)] = edits.get((edit, outcome), 0) + 1
+                    if seconds > slowest[0]:
+                        slowest = (seconds, f"structural case {case} {kind} {name}")
+                    if outcome in FAILURES:
+                        failures.append((f"s{case}", kind, name, outcome, description, detail))
+                if not results:
+                    edits[(edit, "skipped")] = edits.get((edit, "skipped"), 0) + 1
+                if done % 100 == 0:
+                    print(f"fuzz: {done}/{args.structural} structural cases, {len(failures)} failures, "
+                          f"{time.monotonic() - start:.0f} s", flush=True)
     runs = sum(counts.values())
-    print(f"fuzz: {args.cases} mutated inputs, {runs} reader runs in {time.monotonic() - start:.0f} s "
+    print(f"fuzz: {args.cases} mutated inputs and {args.structural if structural_pool else 0} structural ones, "
+          f"{runs} reader runs in {time.monotonic() - start:.0f} s "
           f"(seed {args.seed}; slowest run {slowest[0]:.1f} s, {slowest[1]})")
-    for kind in chosen:
+    for kind in chosen + ["structural " + k for k in structural_pool]:
         row = {o: c for (k, o), c in counts.items() if k == kind}
-        print(f"  {kind:20s} " + "  ".join(f"{o} {c}" for o, c in sorted(row.items())))
-    for case, kind, name, outcome, description, detail in sorted(failures):
+        if row:
+            print(f"  {kind:20s} " + "  ".join(f"{o} {c}" for o, c in sorted(row.items())))
+    for edit in sorted({e for e, _ in edits}):
+        row = {o: c for (e, o), c in edits.items() if e == edit}
+        print(f"  edit {edit:22s} " + "  ".join(f"{o} {c}" for o, c in sorted(row.items())))
+    for case, kind, name, outcome, description, detail in sorted(failures, key=lambda f: str(f[0])):
         print(f"FAIL case {case} ({kind}, {description}): {name}: {outcome}: {detail}")
     if failures:
         print(f"fuzz: {len(failures)} failures; inputs kept in {os.path.join(args.work, 'failures')}")

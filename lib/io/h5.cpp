@@ -25,6 +25,7 @@
 #include "lib/base/log.h"
 #include "lib/base/paths.h"
 #include "lib/io/atomic_file.h"
+#include "lib/io/checksum.h"
 #include "sg/version.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "h5.h stores hid_t as int64_t (HDF5 >= 1.10)");
@@ -85,6 +86,29 @@ std::string hdf5_message() {
   throw OutputError(file + ": " + what + " (" + hdf5_message() + ")");
 }
 
+/// Refuses to follow an external link wherever one is met despite the structure check (an
+/// object opened by a path through one): HDF5 would open the other file (or block on a FIFO).
+herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) { return -1; }
+
+/// Link- (and dataset-, group-) access properties that refuse external links.
+hid_t no_external_links(hid_t list_class) {
+  const hid_t list = H5Pcreate(list_class);
+  H5Pset_elink_cb(list, refuse_external_link, nullptr);
+  return list;
+}
+hid_t link_access() {
+  static const hid_t list = no_external_links(H5P_LINK_ACCESS);
+  return list;
+}
+hid_t dataset_access() {
+  static const hid_t list = no_external_links(H5P_DATASET_ACCESS);
+  return list;
+}
+hid_t group_access() {
+  static const hid_t list = no_external_links(H5P_GROUP_ACCESS);
+  return list;
+}
+
 /// A temporary HDF5 identifier (type, dataspace, property list, attribute) closed on scope exit.
 class Id {
  public:
@@ -104,14 +128,20 @@ class Id {
   herr_t (*close_)(hid_t);
 };
 
-/// Keeps an object's links and attributes in its object header, whose checksum the library
-/// verifies, however many there are: past 8 of either HDF5 moves them to a fractal heap whose
-/// blocks carry no checksum, and libhdf5 1.10 crashed on a damaged link there (SIGSEGV freeing a
-/// half-decoded link table in H5G__dense_get_name_by_idx, found by fuzzing run files).
+/// Keeps an object's attributes, and a group's first kMaxCompactLinks links, in its object header,
+/// whose checksum the library verifies: past 8 of either HDF5 moves them to a fractal heap, and
+/// libhdf5 1.10 crashed on a damaged link there (SIGSEGV freeing a half-decoded link table in
+/// H5G__dense_get_name_by_idx, found by fuzzing run files). A group of more links (a wide result
+/// table, the weights of a large model) goes dense all the same: adding a message to a header
+/// scans every message already there, so n links kept compact cost time quadratic in n (10,001
+/// columns took minutes), and every lookup by name scans them too; dense storage indexes names
+/// in a B-tree. Its blocks are checksummed in the 1.10 format; the fuzzing of tests/fuzz.py covers
+/// compact groups (its files are small), not dense ones.
+constexpr unsigned kMaxCompactLinks = 128;
 void keep_compact(hid_t creation_properties, bool links) {
-  constexpr unsigned kMaxCompact = 65535;  // HDF5's bound for both
+  constexpr unsigned kMaxCompact = 65535;  // HDF5's bound
   H5Pset_attr_phase_change(creation_properties, kMaxCompact, 0);
-  if (links) H5Pset_link_phase_change(creation_properties, kMaxCompact, 0);
+  if (links) H5Pset_link_phase_change(creation_properties, kMaxCompactLinks, kMaxCompactLinks - 16);
 }
 
 /// Strings are stored fixed-length (NUL-padded UTF-8, `size` bytes each), never variable-length: a
@@ -259,15 +289,21 @@ bool is_compressed(hid_t dataset) {
 }
 
 /// Reads the strings of an attribute (is_attribute) or dataset: fixed length (what sinkgate
-/// writes) or variable length (files of sinkgate 0.1, and other writers).
+/// writes) or variable length (files of sinkgate 0.1, and other writers). With `crc`, sets it to
+/// the CRC32C of the stored bytes of fixed-length strings and returns whether it did.
 std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const std::string& file,
-                                          const std::string& what) {
+                                          const std::string& what, uint32_t* crc = nullptr, bool* crc_set = nullptr) {
   Id type(is_attribute ? H5Aget_type(object) : H5Dget_type(object), H5Tclose);
   Id space(is_attribute ? H5Aget_space(object) : H5Dget_space(object), H5Sclose);
   if (!type.ok() || !space.ok()) fail_input(file, "cannot read " + what);
   const hssize_t count = H5Sget_simple_extent_npoints(space);
   std::vector<std::string> values;
-  if (count <= 0) return values;
+  if (crc_set) *crc_set = false;
+  if (count <= 0) {
+    if (crc) *crc = crc32c(nullptr, 0);
+    if (crc_set) *crc_set = true;
+    return values;
+  }
   // A variable-length string's reference takes 16 bytes in the object, its text more in the heap.
   const bool variable = H5Tis_variable_str(type) > 0;
   check_plausible(static_cast<uint64_t>(count), variable ? 16 : H5Tget_size(type), file_size_of(object),
@@ -291,6 +327,8 @@ std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const
     H5Tset_cset(memory, H5Tget_cset(type));
     std::vector<char> buffer(static_cast<size_t>(count) * size, '\0');
     if (read(memory, buffer.data()) < 0) fail_input(file, "cannot read " + what);
+    if (crc) *crc = crc32c(buffer.data(), buffer.size());
+    if (crc_set) *crc_set = true;
     for (hssize_t i = 0; i < count; ++i) {
       const char* begin = buffer.data() + i * size;
       values.emplace_back(begin, strnlen(begin, size));
@@ -637,7 +675,7 @@ bool Group::exists(const std::string& path) const {
   while (true) {
     const size_t slash = path.find('/', position);
     const std::string prefix = path.substr(0, slash);
-    const htri_t found = H5Lexists(id_, prefix.c_str(), H5P_DEFAULT);
+    const htri_t found = H5Lexists(id_, prefix.c_str(), link_access());
     if (found < 0) fail_input(file_, "cannot look up " + join_path(path_, prefix));
     if (found == 0) return false;
     if (slash == std::string::npos || slash + 1 >= path.size()) return true;
@@ -648,7 +686,7 @@ bool Group::exists(const std::string& path) const {
 namespace {
 H5I_type_t object_type(const Group& group, const std::string& path) {
   if (!group.exists(path)) return H5I_BADID;
-  Id object(H5Oopen(group.id(), path.c_str(), H5P_DEFAULT), H5Oclose);
+  Id object(H5Oopen(group.id(), path.c_str(), link_access()), H5Oclose);
   if (!object.ok()) return H5I_BADID;
   return H5Iget_type(object);
 }
@@ -657,51 +695,57 @@ H5I_type_t object_type(const Group& group, const std::string& path) {
 bool Group::is_group(const std::string& path) const { return object_type(*this, path) == H5I_GROUP; }
 bool Group::is_dataset(const std::string& path) const { return object_type(*this, path) == H5I_DATASET; }
 
+namespace {
+herr_t collect_link_name(hid_t, const char* name, const H5L_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+}  // namespace
+
 std::vector<std::string> Group::members() const {
   init();
-  H5G_info_t info;
-  if (H5Gget_info(id_, &info) < 0) fail_input(file_, "cannot list group " + path_);
+  // One pass over the links (H5Literate), not one lookup by index per link: in a group of compact
+  // storage each lookup sorts every link again, quadratic time for a wide result table.
   unsigned order_flags = 0;
   {
     Id gcpl(H5Gget_create_plist(id_), H5Pclose);
     if (gcpl.ok()) H5Pget_link_creation_order(gcpl, &order_flags);
   }
-  auto list = [&](H5_index_t index, std::vector<std::string>& names) {
-    for (hsize_t i = 0; i < info.nlinks; ++i) {
-      const ssize_t size = H5Lget_name_by_idx(id_, ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-      if (size < 0) return false;
-      std::vector<char> name(static_cast<size_t>(size) + 1, '\0');
-      if (H5Lget_name_by_idx(id_, ".", index, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT) < 0) return false;
-      names.emplace_back(name.data());
-    }
-    return true;
-  };
   std::vector<std::string> names;
-  if ((order_flags & H5P_CRT_ORDER_TRACKED) && list(H5_INDEX_CRT_ORDER, names)) return names;
+  hsize_t index = 0;
+  if ((order_flags & H5P_CRT_ORDER_TRACKED) &&
+      H5Literate(id_, H5_INDEX_CRT_ORDER, H5_ITER_INC, &index, collect_link_name, &names) >= 0)
+    return names;
   H5Eclear2(H5E_DEFAULT);
   names.clear();
-  if (!list(H5_INDEX_NAME, names)) fail_input(file_, "cannot list group " + path_);
+  index = 0;
+  if (H5Literate(id_, H5_INDEX_NAME, H5_ITER_INC, &index, collect_link_name, &names) < 0)
+    fail_input(file_, "cannot list group " + path_);
   return names;
 }
 
 Group Group::group(const std::string& path) const {
   init();
   const auto full = join_path(path_, path);
+  // One lookup when the group is there (a wide table opens thousands); the diagnosis after.
+  const hid_t id = H5Gopen2(id_, path.c_str(), group_access());
+  if (id >= 0) return Group(id, file_, full);
+  H5Eclear2(H5E_DEFAULT);
   if (!exists(path)) throw InputError(file_ + ": no group " + full);
   if (!is_group(path)) throw InputError(file_ + ": " + full + " is not a group");
-  const hid_t id = H5Gopen2(id_, path.c_str(), H5P_DEFAULT);
-  if (id < 0) fail_input(file_, "cannot open group " + full);
-  return Group(id, file_, full);
+  fail_input(file_, "cannot open group " + full);
 }
 
 Dataset Group::dataset(const std::string& path) const {
   init();
   const auto full = join_path(path_, path);
+  // One lookup when the dataset is there (a wide table opens thousands); the diagnosis after.
+  const hid_t id = H5Dopen2(id_, path.c_str(), dataset_access());
+  if (id >= 0) return Dataset(id, file_, full);
+  H5Eclear2(H5E_DEFAULT);
   if (!exists(path)) throw InputError(file_ + ": no dataset " + full);
   if (!is_dataset(path)) throw InputError(file_ + ": " + full + " is not a dataset");
-  const hid_t id = H5Dopen2(id_, path.c_str(), H5P_DEFAULT);
-  if (id < 0) fail_input(file_, "cannot open dataset " + full);
-  return Dataset(id, file_, full);
+  fail_input(file_, "cannot open dataset " + full);
 }
 
 Group Group::create_group(const std::string& path) {
@@ -722,6 +766,12 @@ Group Group::require_group(const std::string& path) {
 }
 
 namespace {
+/// The attribute holding a dataset's CRC32C: over its elements' little-endian bytes in row-major
+/// order (fixed-length strings: all their bytes, NUL padding included), as an int64 in [0, 2^32).
+constexpr const char* kChecksum = "sg_crc32c";
+
+void store_checksum(Dataset& dataset, uint32_t crc) { dataset.set_attribute(kChecksum, static_cast<int64_t>(crc)); }
+
 /// Creates dataset `path` under `group` (parents made as needed) with the given type and space.
 Dataset create_dataset(Group& group, const std::string& path, hid_t type, hid_t space, hid_t dcpl,
                        const std::function<Dataset(hid_t, const std::string&)>& wrap) {
@@ -755,6 +805,7 @@ Dataset Group::write_array(const std::string& path, Dtype dtype, const std::vect
   if (dtype == Dtype::bfloat16 || dtype == Dtype::boolean) dataset.set_attribute("sg_dtype", to_string(dtype));
   if (count > 0 && H5Dwrite(dataset.id(), memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
     fail_output(file_, "cannot write dataset " + full);
+  store_checksum(dataset, crc32c(data, count * H5Tget_size(file_type(dtype))));
   return dataset;
 }
 
@@ -770,6 +821,7 @@ Dataset Group::write_strings(const std::string& path, const std::vector<std::str
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   if (!values.empty() && H5Dwrite(dataset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()) < 0)
     fail_output(file_, "cannot write dataset " + dataset.path());
+  store_checksum(dataset, crc32c(packed.data(), values.empty() ? 0 : packed.size()));
   return dataset;
 }
 
@@ -782,6 +834,7 @@ Dataset Group::write_doubles(const std::string& path, const std::vector<double>&
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
     fail_output(file_, "cannot write dataset " + dataset.path());
+  store_checksum(dataset, crc32c(values.data(), values.size() * sizeof(double)));
   return dataset;
 }
 
@@ -794,6 +847,7 @@ Dataset Group::write_ints(const std::string& path, const std::vector<int64_t>& v
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
     fail_output(file_, "cannot write dataset " + dataset.path());
+  store_checksum(dataset, crc32c(values.data(), values.size() * sizeof(int64_t)));
   return dataset;
 }
 
@@ -810,8 +864,10 @@ Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t c
   H5Pset_chunk(dcpl, 1, chunk_dims);
   H5Pset_fletcher32(dcpl);
   keep_compact(dcpl, /*links=*/false);
-  return create_dataset(*this, path, file_type(dtype), space, dcpl,
-                        [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+  auto dataset = create_dataset(*this, path, file_type(dtype), space, dcpl,
+                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
+  store_checksum(dataset, crc32c(nullptr, 0));  // continued by every append
+  return dataset;
 }
 
 // --- Dataset -------------------------------------------------------------------------------
@@ -842,17 +898,9 @@ std::vector<int64_t> Dataset::shape() const {
   Id type(H5Dget_type(id_), H5Tclose);
   if (!type.ok()) fail_input(file_, "cannot read the type of " + path_);
   const size_t element = H5Tis_variable_str(type) > 0 ? 16 : H5Tget_size(type);
-  const uint64_t file_bytes = file_size_of(id_);
-  const bool compressed = is_compressed(id_);
-  check_plausible(count, element, file_bytes, compressed, file_, "dataset " + path_);
-  // Every byte of a sinkgate dataset is written: storage short of the shape means lost chunks, whose
-  // elements HDF5 would quietly read as the fill value.
-  if (file_bytes > 0 && !compressed) {
-    const uint64_t stored = H5Dget_storage_size(id_);
-    if (stored < count * element)
-      throw InputError(file_ + ": dataset " + path_ + " stores " + std::to_string(stored) + " of its " +
-                       std::to_string(count * element) + " bytes: the file is damaged");
-  }
+  // (File::open checked every dataset's storage: inside the file, Fletcher32 the only filter,
+  // every chunk present.)
+  check_plausible(count, element, file_size_of(id_), /*compressed=*/false, file_, "dataset " + path_);
   return std::vector<int64_t>(dims.begin(), dims.end());
 }
 
@@ -900,11 +948,67 @@ Dtype readable_as(Dtype stored, Dtype memory, const std::string& file, const std
 }
 }  // namespace
 
+namespace {
+/// The CRC32C dataset `dataset` was written with (`crc`), or false for one written without it
+/// (by sinkgate before 0.x, or another program): then nothing is verified.
+bool stored_checksum(const Dataset& dataset, uint32_t& crc) {
+  if (!dataset.has_attribute(kChecksum)) return false;
+  const int64_t value = dataset.attribute_int(kChecksum);
+  if (value < 0 || value > int64_t{0xFFFFFFFF})
+    throw InputError(dataset.file() + ": dataset " + dataset.path() + "'s attribute '" + kChecksum + "' holds " +
+                     std::to_string(value) + ", not a CRC32C");
+  crc = static_cast<uint32_t>(value);
+  return true;
+}
+
+void verify_checksum(const Dataset& dataset, uint32_t expected, uint32_t computed) {
+  if (expected == computed) return;
+  char text[64];
+  std::snprintf(text, sizeof text, "CRC32C %08x, stored %08x", computed, expected);
+  throw InputError(dataset.file() + ": dataset " + dataset.path() + " fails its checksum (" + text +
+                       "): its data changed after it was written (a lost or damaged write)",
+                   "the file is damaged; write it again with the tool that made it");
+}
+
+/// The whole of `dataset` (`count` elements stored as `stored`) into `out` as `memory`, its
+/// CRC32C verified when it has one: read as stored (into `out` when the memory type is at least
+/// as wide, converted there in place), checked, then converted.
+void read_whole(const Dataset& dataset, Dtype stored, hid_t memory, int64_t count, void* out) {
+  uint32_t expected = 0;
+  const bool verify = stored_checksum(dataset, expected);
+  if (count == 0) {
+    if (verify) verify_checksum(dataset, expected, crc32c(nullptr, 0));
+    return;
+  }
+  const hid_t id = dataset.id();
+  if (!verify) {
+    if (H5Dread(id, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
+      fail_input(dataset.file(), "cannot read dataset " + dataset.path());
+    return;
+  }
+  const hid_t raw = memory_type(stored);  // the stored bytes: file types are little-endian, as is the host
+  const size_t raw_size = H5Tget_size(raw), memory_size = H5Tget_size(memory);
+  const size_t n = static_cast<size_t>(count);
+  std::vector<unsigned char> temporary;
+  auto* buffer = static_cast<unsigned char*>(out);
+  if (memory_size < raw_size) {
+    temporary.resize(n * raw_size);
+    buffer = temporary.data();
+  }
+  if (H5Dread(id, raw, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer) < 0)
+    fail_input(dataset.file(), "cannot read dataset " + dataset.path());
+  verify_checksum(dataset, expected, crc32c(buffer, n * raw_size));
+  if (H5Tequal(raw, memory) > 0) return;
+  if (H5Tconvert(raw, memory, n, buffer, nullptr, H5P_DEFAULT) < 0)
+    fail_input(dataset.file(), "cannot convert dataset " + dataset.path());
+  if (buffer != out) std::memcpy(out, buffer, n * memory_size);
+}
+}  // namespace
+
 void Dataset::read_array(Dtype memory, void* out) const {
   init();
-  readable_as(dtype(), memory, file_, path_);
-  if (numel() > 0 && H5Dread(id_, memory_type(memory), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
-    fail_input(file_, "cannot read dataset " + path_);
+  const Dtype stored = readable_as(dtype(), memory, file_, path_);
+  read_whole(*this, stored, memory_type(memory), numel(), out);
 }
 
 void Dataset::read_slice(int64_t offset, int64_t count, Dtype memory, void* out) const {
@@ -936,8 +1040,7 @@ std::vector<double> Dataset::read_doubles() const {
   if (!is_plain_float(stored) && !is_plain_integer(stored))
     throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected numbers");
   std::vector<double> values(static_cast<size_t>(numel()));
-  if (!values.empty() && H5Dread(id_, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
-    fail_input(file_, "cannot read dataset " + path_);
+  read_whole(*this, stored, H5T_NATIVE_DOUBLE, static_cast<int64_t>(values.size()), values.data());
   return values;
 }
 
@@ -947,8 +1050,7 @@ std::vector<int64_t> Dataset::read_ints() const {
   if (!is_plain_integer(stored))
     throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected integers");
   std::vector<int64_t> values(static_cast<size_t>(numel()));
-  if (!values.empty() && H5Dread(id_, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
-    fail_input(file_, "cannot read dataset " + path_);
+  read_whole(*this, stored, H5T_NATIVE_INT64, static_cast<int64_t>(values.size()), values.data());
   return values;
 }
 
@@ -957,7 +1059,12 @@ std::vector<std::string> Dataset::read_strings() const {
   const Dtype stored = dtype();
   if (stored != Dtype::string)
     throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected strings");
-  return read_string_data(id_, /*is_attribute=*/false, file_, "dataset " + path_);
+  uint32_t expected = 0, computed = 0;
+  bool computed_set = false;
+  const bool verify = stored_checksum(*this, expected);
+  auto values = read_string_data(id_, /*is_attribute=*/false, file_, "dataset " + path_, &computed, &computed_set);
+  if (verify && computed_set) verify_checksum(*this, expected, computed);
+  return values;
 }
 
 void Dataset::append(const void* data, int64_t count, Dtype memory) {
@@ -973,6 +1080,18 @@ void Dataset::append(const void* data, int64_t count, Dtype memory) {
     throw OutputError(file_ + ": cannot append " + to_string(memory) + " values to " + path_ + " (" +
                       to_string(stored) + ")");
   if (count <= 0) return;
+  // The values as stored, so that the checksum covers exactly the bytes written.
+  const size_t stored_size = H5Tget_size(memory_type(stored)), memory_size = H5Tget_size(memory_type(memory));
+  std::vector<unsigned char> converted;
+  if (H5Tequal(memory_type(stored), memory_type(memory)) <= 0) {
+    converted.resize(static_cast<size_t>(count) * std::max(stored_size, memory_size));
+    std::memcpy(converted.data(), data, static_cast<size_t>(count) * memory_size);
+    if (H5Tconvert(memory_type(memory), memory_type(stored), static_cast<size_t>(count), converted.data(), nullptr,
+                   H5P_DEFAULT) < 0)
+      fail_output(file_, "cannot convert the values appended to " + path_);
+    data = converted.data();
+    memory = stored;
+  }
   const hsize_t size[1] = {dims[0] + static_cast<hsize_t>(count)};
   if (H5Dset_extent(id_, size) < 0) fail_output(file_, "cannot extend " + path_);
   Id file_space(H5Dget_space(id_), H5Sclose);
@@ -981,6 +1100,11 @@ void Dataset::append(const void* data, int64_t count, Dtype memory) {
   Id memory_space(H5Screate_simple(1, length, nullptr), H5Sclose);
   if (H5Dwrite(id_, memory_type(memory), memory_space, file_space, H5P_DEFAULT, data) < 0)
     fail_output(file_, "cannot append to " + path_);
+  // A dataset created before sinkgate stored checksums gets none (its earlier bytes are unknown).
+  if (has_attribute(kChecksum)) {
+    const auto previous = static_cast<uint32_t>(attribute_int(kChecksum));
+    store_checksum(*this, crc32c(data, static_cast<size_t>(count) * stored_size, previous));
+  }
 }
 
 void Dataset::append(const std::vector<uint16_t>& values) {
@@ -992,6 +1116,244 @@ void Dataset::append(const std::vector<int32_t>& values) {
 void Dataset::append(const std::vector<int64_t>& values) {
   append(values.data(), static_cast<int64_t>(values.size()), Dtype::int64);
 }
+// --- what a reader accepts: the structure check of File::open --------------------------------
+
+namespace {
+
+/// The deepest rank a sinkgate dataset or attribute has (weights are 2-D, optimizer state too).
+constexpr int kMaxRank = 8;
+
+/// A hard link met by the walk: the object's address and the first path that reaches it.
+struct Visit {
+  std::vector<std::pair<std::string, haddr_t>> hard;
+  std::string refused;  // "path: what", the first link that is not a hard link
+};
+
+herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
+  auto* visit = static_cast<Visit*>(data);
+  const std::string path = std::string("/") + name;
+  if (info->type == H5L_TYPE_HARD) {
+    visit->hard.emplace_back(path, info->u.address);
+    return 0;
+  }
+  visit->refused = path + " is " +
+                   (info->type == H5L_TYPE_SOFT       ? std::string("a soft link")
+                    : info->type == H5L_TYPE_EXTERNAL ? std::string("an external link (to another file)")
+                                                      : "a user-defined link (type " + std::to_string(info->type) + ")");
+  return 1;  // stop: one refusal is enough
+}
+
+/// Why `type` is not an element type sinkgate stores, or "" when it is one: integers of 1, 2, 4
+/// or 8 bytes, IEEE floats of 4 or 8, strings (fixed length of at most `max_string` bytes, or
+/// variable length).
+std::string unsupported_type(hid_t type, uint64_t max_string) {
+  const H5T_class_t type_class = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  switch (type_class) {
+    case H5T_INTEGER:
+      if (size == 1 || size == 2 || size == 4 || size == 8) return "";
+      return "an integer type of " + std::to_string(size) + " bytes";
+    case H5T_FLOAT: {
+      if (size != 4 && size != 8) return "a float type of " + std::to_string(size) + " bytes";
+      Id ieee(H5Tcopy(size == 4 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE), H5Tclose);
+      size_t sign = 0, exponent = 0, exponent_bits = 0, mantissa = 0, mantissa_bits = 0;
+      size_t want[5] = {0, 0, 0, 0, 0};
+      H5Tget_fields(type, &sign, &exponent, &exponent_bits, &mantissa, &mantissa_bits);
+      H5Tget_fields(ieee, &want[0], &want[1], &want[2], &want[3], &want[4]);
+      if (sign != want[0] || exponent != want[1] || exponent_bits != want[2] || mantissa != want[3] ||
+          mantissa_bits != want[4] || H5Tget_ebias(type) != H5Tget_ebias(ieee))
+        return "a float type that is not IEEE binary" + std::to_string(size * 8);
+      return "";
+    }
+    case H5T_STRING:
+      if (H5Tis_variable_str(type) > 0) return "";
+      if (size == 0 || size > max_string) return "a string type of " + std::to_string(size) + " bytes";
+      return "";
+    case H5T_COMPOUND: return "a compound type";
+    case H5T_ENUM: return "an enum type";
+    case H5T_VLEN: return "a variable-length sequence type";
+    case H5T_ARRAY: return "an array type";
+    case H5T_REFERENCE: return "a reference type";
+    case H5T_OPAQUE: return "an opaque type";
+    case H5T_BITFIELD: return "a bitfield type";
+    case H5T_TIME: return "a time type";
+    default: return "an unknown type";
+  }
+}
+
+/// The element count of a dataspace, or -1 with `why` set when it is not one sinkgate writes
+/// (null, scalar, or simple of rank at most kMaxRank) or its count overflows.
+int64_t space_count(hid_t space, std::string& why) {
+  const H5S_class_t space_class = H5Sget_simple_extent_type(space);
+  if (space_class == H5S_NULL) return 0;
+  if (space_class == H5S_SCALAR) return 1;
+  if (space_class != H5S_SIMPLE) {
+    why = "an unknown kind of dataspace";
+    return -1;
+  }
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank < 0 || rank > kMaxRank) {
+    why = std::to_string(rank) + " dimensions (sinkgate writes at most " + std::to_string(kMaxRank) + ")";
+    return -1;
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0) {
+    why = "an unreadable shape";
+    return -1;
+  }
+  uint64_t count = 1;
+  for (const hsize_t d : dims) {
+    if (d > (uint64_t{1} << 62) || (d > 0 && count > (uint64_t{1} << 62) / d)) {
+      why = "an impossible shape";
+      return -1;
+    }
+    count *= d;
+  }
+  return static_cast<int64_t>(count);
+}
+
+/// The structure check's state: the file's name and size, and the first problem found.
+struct Check {
+  std::string file;
+  uint64_t file_bytes = 0;
+  std::string problem;  // "path: what"
+};
+
+herr_t check_attribute(hid_t object, const char* name, const H5A_info_t*, void* data) {
+  auto* check = static_cast<Check*>(data);
+  const std::string where = std::string("attribute '") + name + "'";
+  Id attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  Id type(attribute.ok() ? H5Aget_type(attribute) : -1, H5Tclose);
+  Id space(attribute.ok() ? H5Aget_space(attribute) : -1, H5Sclose);
+  if (!type.ok() || !space.ok()) {
+    check->problem = "'s " + where + " cannot be read (" + hdf5_message() + ")";
+    return 1;
+  }
+  std::string why = unsupported_type(type, check->file_bytes);
+  const int64_t count = why.empty() ? space_count(space, why) : 0;
+  const uint64_t element = H5Tis_variable_str(type) > 0 ? 16 : H5Tget_size(type);
+  if (why.empty() && check->file_bytes > 0 && element > 0 && static_cast<uint64_t>(count) > check->file_bytes / element)
+    why = "a size of " + std::to_string(count) + " × " + std::to_string(element) + " bytes, more than the file holds";
+  if (!why.empty()) {
+    check->problem = "'s " + where + " has " + why;
+    return 1;
+  }
+  return 0;
+}
+
+/// Checks the attributes of `object`, then, for a dataset, how and where its data are stored.
+/// Returns "" or the problem.
+std::string check_object(hid_t object, Check& check) {
+  hsize_t index = 0;
+  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, check_attribute, &check) < 0)
+    return "'s attributes cannot be listed (" + hdf5_message() + ")";
+  if (!check.problem.empty()) return check.problem;
+  const H5I_type_t kind = H5Iget_type(object);
+  if (kind == H5I_DATATYPE) return " is a committed datatype (sinkgate files hold groups and datasets only)";
+  if (kind != H5I_DATASET) return "";
+  Id dcpl(H5Dget_create_plist(object), H5Pclose);
+  if (!dcpl.ok()) return "'s storage properties cannot be read (" + hdf5_message() + ")";
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  if (layout == H5D_VIRTUAL) return " is a virtual dataset (its data would come from other datasets or files)";
+  if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT)
+    return " is a dataset of an unknown storage layout (" + std::to_string(layout) + ")";
+  if (H5Pget_external_count(dcpl) != 0)
+    return " is a dataset with external raw-data storage (its data would be read from other files)";
+  const int filters = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, values[8];
+    size_t elements = 8;
+    char filter_name[64] = "";
+    const H5Z_filter_t filter =
+        H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &elements, values, sizeof filter_name, filter_name, nullptr);
+    if (filter != H5Z_FILTER_FLETCHER32)
+      return " is a dataset with the filter " + std::to_string(filter) + (*filter_name ? " (" + std::string(filter_name) + ")" : "") +
+             " (sinkgate writes Fletcher32 alone)";
+  }
+  Id type(H5Dget_type(object), H5Tclose);
+  Id space(H5Dget_space(object), H5Sclose);
+  if (!type.ok() || !space.ok()) return "'s type or shape cannot be read (" + hdf5_message() + ")";
+  if (H5Tcommitted(type) > 0) return " is a dataset of a committed (shared) datatype";
+  std::string why = unsupported_type(type, check.file_bytes);
+  if (!why.empty()) return " is a dataset of " + why;
+  const int64_t count = space_count(space, why);
+  if (count < 0) return " is a dataset of " + why;
+  // Before anything walks the chunk index: a huge extent over a few stored chunks (a sparse
+  // dataset) is refused by its size, which an index of 10^12 slots would take hours to list.
+  const bool variable = H5Tis_variable_str(type) > 0;
+  const uint64_t element = variable ? 16 : H5Tget_size(type);
+  const uint64_t bytes = static_cast<uint64_t>(count) * element;
+  if (check.file_bytes > 0 && element > 0 && static_cast<uint64_t>(count) > check.file_bytes / element)
+    return " is a dataset of " + std::to_string(count) + " elements of " + std::to_string(element) +
+           " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold (a sparse or damaged dataset)";
+  // Every chunk of a sinkgate dataset is written: storage short of the shape means chunks never
+  // written (sparse) or lost, whose elements HDF5 would quietly read as the fill value. A chunked
+  // dataset stores every chunk whole (edge chunks too), each with Fletcher32's 4 bytes.
+  if (!variable && count > 0) {
+    uint64_t expected = bytes;
+    if (layout == H5D_CHUNKED) {
+      const int rank = H5Sget_simple_extent_ndims(space);
+      std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0))), chunk(dims.size());
+      if (rank <= 0 || H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0 ||
+          H5Pget_chunk(dcpl, rank, chunk.data()) != rank)
+        return "'s chunk shape cannot be read (" + hdf5_message() + ")";
+      uint64_t chunks = 1, chunk_elements = 1;
+      for (int i = 0; i < rank; ++i) {
+        if (chunk[i] == 0) return " is a dataset with an empty chunk shape";
+        chunks *= (dims[i] + chunk[i] - 1) / chunk[i];  // at most count: no overflow
+        chunk_elements = std::min<uint64_t>(chunk_elements * chunk[i], uint64_t{1} << 40);
+      }
+      expected = chunks * (chunk_elements * element + (filters > 0 ? 4 : 0));
+      if (chunk_elements >= (uint64_t{1} << 40) || expected / chunks != chunk_elements * element + (filters > 0 ? 4 : 0))
+        return " is a dataset with chunks of an impossible size";
+    }
+    const uint64_t stored = H5Dget_storage_size(object);
+    if (stored < expected)
+      return " is a dataset that stores " + std::to_string(stored) + " of its " + std::to_string(expected) +
+             " bytes (chunks never written, or lost, would read as fill values)";
+  }
+  return "";
+}
+
+/// Throws InputError unless every link in the open file `file` (named `name`) is a hard link and
+/// every object one that sinkgate writes: groups and datasets, stored inside the file (contiguous,
+/// chunked or compact; no external raw-data storage, no virtual dataset), Fletcher32 the only
+/// filter, and element types, ranks and sizes that lib/SCHEMA.md allows. Nothing outside the file
+/// is opened on the way.
+void check_structure(hid_t file, const std::string& name) {
+  const std::string hint =
+      "sinkgate reads only what its own tools write; was the file changed by another program? Write it again with the tool that made it";
+  Id root(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
+  if (!root.ok()) fail_input(name, "cannot open the root group");
+  Visit visit;
+  if (H5Lvisit(root, H5_INDEX_NAME, H5_ITER_NATIVE, visit_link, &visit) < 0)
+    fail_input(name, "cannot list the file's groups");
+  if (!visit.refused.empty())
+    throw InputError(name + ": " + visit.refused + ", which sinkgate files never contain (they hold hard links only)", hint);
+  Check check;
+  check.file = name;
+  hsize_t size = 0;
+  if (H5Fget_filesize(file, &size) >= 0) check.file_bytes = size;
+  std::string problem = check_object(root, check);
+  if (!problem.empty()) throw InputError(name + ": /" + problem, hint);
+  std::vector<haddr_t> seen;
+  seen.reserve(visit.hard.size());
+  for (const auto& [path, address] : visit.hard) seen.push_back(address);
+  std::sort(seen.begin(), seen.end());
+  std::vector<bool> done(seen.size(), false);
+  for (const auto& [path, address] : visit.hard) {
+    const size_t at = static_cast<size_t>(std::lower_bound(seen.begin(), seen.end(), address) - seen.begin());
+    if (done[at]) continue;  // a second hard link to an object already checked
+    done[at] = true;
+    Id object(H5Oopen_by_addr(file, address), H5Oclose);
+    if (!object.ok()) fail_input(name, "cannot open " + path);
+    problem = check_object(object, check);
+    if (!problem.empty()) throw InputError(name + ": " + path + problem, hint);
+  }
+}
+
+}  // namespace
+
 // --- File and Writer -----------------------------------------------------------------------
 
 File File::open(const std::string& path) {
@@ -1001,6 +1363,12 @@ File File::open(const std::string& path) {
   const std::string local = resolve_input(path);
   const hid_t file = H5Fopen(local.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0) fail_input(name, "damaged or unreadable HDF5 file");
+  try {
+    check_structure(file, name);
+  } catch (...) {
+    H5Fclose(file);
+    throw;
+  }
   const hid_t root = H5Gopen2(file, "/", H5P_DEFAULT);
   H5Fclose(file);  // the file stays open while the root group (or anything in it) is open
   if (root < 0) fail_input(name, "cannot open the root group");

@@ -118,27 +118,32 @@ ResultTable read_hdf5_table(const std::string& path) {
   if (!file.is_group("table")) throw InputError(name + ": no group /table (a result file keeps its columns there)");
   const auto group = file.group("table");
   const auto names = group.has_attribute("columns") ? group.attribute_strings("columns") : group.members();
-  for (size_t i = 0; i < names.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (names[i] == names[j]) throw InputError(name + ": /table's 'columns' attribute names '" + names[i] + "' twice");
+  std::set<std::string> named;
+  for (const auto& column_name : names)
+    if (!named.insert(column_name).second)
+      throw InputError(name + ": /table's 'columns' attribute names '" + column_name + "' twice");
   // The row count the writer recorded: every column's length is checked against it before its
   // data is read, so a damaged dataspace cannot make the reader allocate for rows that are not there.
   const int64_t rows = group.has_attribute("rows") ? group.attribute_int("rows") : -1;
   ResultTable table;
   for (const auto& column_name : names) {
-    if (!group.is_dataset(column_name)) throw InputError(name + ": /table has no column '" + column_name + "'");
+    // A column is a member of /table, named without a path.
+    if (column_name.empty() || column_name.find('/') != std::string::npos || !group.is_dataset(column_name))
+      throw InputError(name + ": /table has no column '" + column_name + "'");
     const auto dataset = group.dataset(column_name);
     const auto where = name + ": column " + dataset.path();
-    if (dataset.shape().size() != 1) throw InputError(where + " is not 1-D");
-    if (rows >= 0 && dataset.shape()[0] != rows)
-      throw InputError(where + " has " + std::to_string(dataset.shape()[0]) + " rows, but /table's 'rows' attribute says " +
+    const auto shape = dataset.shape();
+    if (shape.size() != 1) throw InputError(where + " is not 1-D");
+    if (rows >= 0 && shape[0] != rows)
+      throw InputError(where + " has " + std::to_string(shape[0]) + " rows, but /table's 'rows' attribute says " +
                        std::to_string(rows));
     if (!dataset.has_attribute("role")) throw InputError(where + " has no 'role' attribute (key or value)");
     Column column;
     column.name = column_name;
     column.role = parse_role(dataset.attribute_string("role"), where);
     if (dataset.has_attribute("units")) column.units = dataset.attribute_string("units");
-    switch (dataset.dtype()) {
+    const auto dtype = dataset.dtype();
+    switch (dtype) {
       case h5::Dtype::string:
         column.type = ColumnType::string;
         column.strings = dataset.read_strings();
@@ -158,12 +163,21 @@ ResultTable read_hdf5_table(const std::string& path) {
         column.integers = dataset.read_ints();
         break;
       default:
-        throw InputError(where + " holds " + h5::to_string(dataset.dtype()) + " (expected float64, int64 or string)");
+        throw InputError(where + " holds " + h5::to_string(dtype) + " (expected float64, int64 or string)");
     }
     if (!table.columns().empty() && column.size() != table.rows())
       throw InputError(where + " has " + std::to_string(column.size()) + " rows, the others " +
                        std::to_string(table.rows()));
     table.add_column(std::move(column));
+  }
+  // Every member of /table is a column the attribute names: a subset
+  // (each of its columns found above) would drop the others unseen.
+  if (group.has_attribute("columns")) {
+    const auto members = group.members();
+    if (members.size() != names.size())
+      throw InputError(name + ": /table's 'columns' attribute names " + std::to_string(names.size()) +
+                           " columns, but /table holds " + std::to_string(members.size()) + " members",
+                       "a result table lists every column it holds in 'columns'");
   }
   return table;
 }

@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "lib/base/error.h"
+#include "lib/io/checksum.h"
 #include "lib/io/h5.h"
 #include "tests/support.h"
 
@@ -457,4 +458,124 @@ TEST_CASE("a dataset claiming more bytes than its file holds is refused before a
         (void)file.dataset("big").shape();
       }(),
       sg::InputError);
+}
+
+// --- files that use what sinkgate never writes (tests/h5_hostile.py rewrites them with h5py) ----
+
+namespace {
+/// Runs tests/h5_hostile.py EDIT on `source` into `out` (for `dataset`); false without SG_PYTHON.
+bool hostile(const std::string& edit, const std::string& source, const std::string& out, const std::string& dataset) {
+  const std::string python = SG_PYTHON;
+  if (python.empty()) return false;
+  const std::string line = sg_test::shell_quote(python) + " " +
+                           sg_test::shell_quote(std::string(SG_TEST_SOURCE_DIR) + "/h5_hostile.py") + " " + edit + " " +
+                           sg_test::shell_quote(source) + " " + sg_test::shell_quote(out) +
+                           (dataset.empty() ? std::string() : " --dataset " + sg_test::shell_quote(dataset)) + " >/dev/null";
+  INFO(line);
+  REQUIRE(std::system(line.c_str()) == 0);
+  return true;
+}
+
+/// A file like a run file and a result table at once: a 2-D float32 weight of several chunks'
+/// worth, curves, a string column, a token stream.
+void write_mixed(const std::string& path) {
+  sg::h5::Writer writer(path, false);
+  auto& root = writer.root();
+  sg::h5::set_format(root, "sinkgate-run", 1);
+  std::vector<float> w(64 * 32);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i) + 0.5f;
+  root.write_array("model/w", Dtype::float32, {64, 32}, w.data());
+  root.write_doubles("curves/val_loss", {5.255, 5.1, 4.9});
+  root.write_ints("curves/step", {1, 2, 3});
+  root.write_strings("table/arm", {"baseline", "combo2"});
+  auto tokens = root.create_extendable("tokens/train", Dtype::uint16, 256);
+  std::vector<int32_t> ids(1000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i % 300 + 1);
+  tokens.append(ids);  // converted to the stored uint16
+  tokens.append(std::vector<uint16_t>(200, 7));
+  writer.commit();
+}
+
+/// Reads every dataset of a write_mixed() file whole.
+void read_mixed(const std::string& path) {
+  const auto file = sg::h5::File::open(path);
+  std::vector<float> w(64 * 32);
+  file.dataset("model/w").read_array(Dtype::float32, w.data());
+  std::vector<double> w64(64 * 32);
+  file.dataset("model/w").read_array(Dtype::float64, w64.data());
+  (void)file.dataset("curves/val_loss").read_doubles();
+  (void)file.dataset("curves/step").read_ints();
+  (void)file.dataset("curves/step").read_doubles();
+  (void)file.dataset("table/arm").read_strings();
+  (void)file.dataset("tokens/train").read_ints();
+  std::vector<int32_t> ids(1200);
+  file.dataset("tokens/train").read_array(Dtype::int32, ids.data());
+  std::vector<uint8_t> narrow(3);
+  file.dataset("curves/step").read_array(Dtype::uint8, narrow.data());
+}
+}  // namespace
+
+TEST_CASE("a file using an HDF5 feature sinkgate never writes is refused when opened, naming the file, the object and the feature") {
+  Scratch scratch;
+  const auto good = scratch / "good.h5";
+  write_mixed(good);
+  REQUIRE_NOTHROW(read_mixed(good));
+  struct Case {
+    const char* edit;
+    const char* dataset;
+    const char* object;
+    const char* feature;
+  };
+  const Case cases[] = {
+      {"external-link", "/curves/val_loss", "/curves/val_loss", "external link"},
+      {"external-link-fifo", "/model/w", "/model/w", "external link"},
+      {"soft-link", "/curves/step", "/curves/step", "soft link"},
+      {"soft-link-dangling", "/table/arm", "/table/arm", "soft link"},
+      {"external-storage", "/curves/val_loss", "/curves/val_loss", "external raw-data storage"},
+      {"external-fifo", "/model/w", "/model/w", "external raw-data storage"},
+      {"external-zero", "/tokens/train", "/tokens/train", "external raw-data storage"},
+      {"virtual", "/curves/val_loss", "/curves/val_loss", "virtual dataset"},
+      {"sparse-extend", "/curves/step", "/curves/step", "more than the file"},
+      {"sparse-hole", "/model/w", "/model/w", "chunks never written"},
+      {"gzip", "/curves/val_loss", "/curves/val_loss", "filter 1 (deflate)"},
+      {"committed-type", "", "/sg_committed_type", "committed datatype"},
+      {"compound-attribute", "/curves/step", "/curves/step's attribute 'sg_compound'", "compound type"},
+      {"rank-9", "", "/sg_rank9", "9 dimensions"},
+  };
+  for (const auto& c : cases) {
+    const auto path = scratch / (std::string(c.edit) + ".h5");
+    if (!hostile(c.edit, good, path, c.dataset)) {
+      WARN("SG_PYTHON is not set: the h5py-made files are not tested");
+      return;
+    }
+    INFO(c.edit);
+    const auto message = message_of<sg::InputError>([&] { sg::h5::File::open(path); });
+    CHECK_THAT(message, Catch::Contains(path) && Catch::Contains(c.object) && Catch::Contains(c.feature));
+  }
+}
+
+TEST_CASE("a whole chunk overwritten by zeros with its Fletcher32 (a lost write) fails the dataset's CRC32C") {
+  Scratch scratch;
+  const auto good = scratch / "good.h5";
+  write_mixed(good);
+  // The stored checksum is the CRC32C of the values' little-endian bytes.
+  const auto file = sg::h5::File::open(good);
+  const std::vector<double> loss{5.255, 5.1, 4.9};
+  CHECK(file.dataset("curves/val_loss").attribute_int("sg_crc32c") ==
+        static_cast<int64_t>(sg::crc32c(loss.data(), loss.size() * sizeof(double))));
+  for (const char* dataset : {"/model/w", "/curves/val_loss", "/curves/step", "/table/arm", "/tokens/train"}) {
+    const auto path = scratch / "zeroed.h5";
+    if (!hostile("zero-chunk", good, path, dataset)) {
+      WARN("SG_PYTHON is not set: the zeroed chunk is not tested");
+      return;
+    }
+    INFO(dataset);
+    const auto message = message_of<sg::InputError>([&] { read_mixed(path); });
+    CHECK_THAT(message, Catch::Contains(path) && Catch::Contains(dataset) && Catch::Contains("fails its checksum"));
+  }
+  // A file written before datasets carried a CRC32C is read, unverified.
+  const auto old = scratch / "old.h5";
+  REQUIRE(hostile("no-checksum", good, old, ""));
+  CHECK_NOTHROW(read_mixed(old));
+  CHECK_FALSE(sg::h5::File::open(old).dataset("model/w").has_attribute("sg_crc32c"));
 }

@@ -251,6 +251,32 @@ TEST_CASE("a result file whose rows attribute or column list disagrees with its 
   CHECK_THROWS_WITH(sg::read_table(twice), Catch::Contains(twice) && Catch::Contains("names 'val_loss' twice"));
   const auto absent = write("absent.h5", 3, {"val_loss", "seed"});
   CHECK_THROWS_WITH(sg::read_table(absent), Catch::Contains(absent) && Catch::Contains("no column 'seed'"));
+  // The attribute names every column, by its name in /table: not a subset, not a path.
+  const auto none = write("none.h5", 3, {});
+  CHECK_THROWS_WITH(sg::read_table(none), Catch::Contains(none) && Catch::Contains("names 0 columns, but /table holds 1"));
+  const auto path = write("path.h5", 3, {"/table/val_loss"});
+  CHECK_THROWS_WITH(sg::read_table(path), Catch::Contains(path) && Catch::Contains("no column '/table/val_loss'"));
+}
+
+TEST_CASE("a wide table of 3,000 columns round trips through HDF5") {
+  sg_test::Scratch scratch;
+  sg::ResultTable table;
+  table.add_key("arm", std::vector<std::string>{"baseline", "combo2"});
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 3 == 0) table.add_value("f" + std::to_string(i), std::vector<double>{i * 0.5, -i * 0.25});
+    if (i % 3 == 1) table.add_value("i" + std::to_string(i), std::vector<int64_t>{i, -i});
+    if (i % 3 == 2) table.add_value("s" + std::to_string(i), std::vector<std::string>{std::to_string(i), ""});
+  }
+  const auto path = scratch / "wide.h5";
+  sg::write_table(path, table, sg::Provenance{}, false);
+  const auto back = sg::read_table(path);
+  REQUIRE(back.names() == table.names());
+  for (const auto& column : table.columns()) {
+    const auto& other = back.column(column.name);
+    CHECK(other.type == column.type);
+    CHECK(other.text(0) == column.text(0));
+    CHECK(other.text(1) == column.text(1));
+  }
 }
 
 TEST_CASE("provenance of thousands of inputs and a long command line: datasets, not attributes, read back the same") {
