@@ -80,10 +80,18 @@ struct TemporaryFolder {
   }
 };
 
-/// One tensor of model.safetensors: its name there and its values, float32, in that layout.
+/// One tensor of model.safetensors: its name there, shape, and how to make its float32 values from
+/// sinkgate's parameter (made one at a time while writing, so the model is never held twice).
 struct HfTensor {
   std::string name;
-  torch::Tensor values;
+  std::vector<int64_t> shape;
+  torch::Tensor source;    // the parameter; undefined for a zero bias
+  bool transpose = false;  // (out, in) -> Conv1D's (in, out)
+  torch::Tensor values() const {
+    if (!source.defined()) return torch::zeros(shape);
+    const auto value = source.detach().to(torch::kCPU, torch::kFloat);
+    return transpose ? value.t().contiguous() : value.contiguous();
+  }
 };
 
 /// sinkgate's parameters under GPT-2's names in Conv1D layout (weights (in, out)), with the zero
@@ -94,9 +102,9 @@ std::vector<HfTensor> hf_tensors(GPTImpl& model) {
   const std::string blocks = "blocks.";
   for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
-    const auto value = item.value().detach().to(torch::kCPU, torch::kFloat);
+    const auto& value = item.value();
     if (name == "wte.weight" || name == "wpe.weight" || name == "sink_token" || name.rfind("ln_f.", 0) == 0) {
-      tensors.push_back({"transformer." + name, value});
+      tensors.push_back({"transformer." + name, value.sizes().vec(), value});
       continue;
     }
     if (name.rfind(blocks, 0) != 0) throw std::logic_error("sg-export: no Hugging Face name for parameter " + name);
@@ -106,13 +114,12 @@ std::vector<HfTensor> hf_tensors(GPTImpl& model) {
     };
     if (ends_with(".attn.c_attn.weight") || ends_with(".attn.c_proj.weight") || ends_with(".mlp.c_fc.weight") ||
         ends_with(".mlp.c_proj.weight")) {
-      tensors.push_back({prefix, value.t().contiguous()});  // (out, in) -> Conv1D's (in, out)
-      tensors.push_back({prefix.substr(0, prefix.size() - std::string("weight").size()) + "bias",
-                         torch::zeros({value.size(0)})});
+      tensors.push_back({prefix, {value.size(1), value.size(0)}, value, /*transpose=*/true});
+      tensors.push_back({prefix.substr(0, prefix.size() - std::string("weight").size()) + "bias", {value.size(0)}, {}});
     } else if (ends_with(".ln_1.weight") || ends_with(".ln_1.bias") || ends_with(".ln_2.weight") ||
                ends_with(".ln_2.bias") || ends_with(".attn.sink_logit") || ends_with(".attn.gate_tau") ||
                ends_with(".attn.gate_w") || ends_with(".attn.gate_b")) {
-      tensors.push_back({prefix, value.contiguous()});
+      tensors.push_back({prefix, value.sizes().vec(), value});
     } else {
       throw std::logic_error("sg-export: no Hugging Face name for parameter " + name);
     }
@@ -122,6 +129,7 @@ std::vector<HfTensor> hf_tensors(GPTImpl& model) {
 
 /// Writes model.safetensors tensor by tensor; returns the number of parameters written.
 int64_t write_weights(const std::string& path, GPTImpl& model, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
   const auto tensors = hf_tensors(model);
   std::vector<SafetensorsEntry> entries;
   int64_t parameters = 0;
@@ -129,13 +137,13 @@ int64_t write_weights(const std::string& path, GPTImpl& model, torch::ScalarType
     SafetensorsEntry entry;
     entry.name = tensor.name;
     entry.dtype = dtype == torch::kBFloat16 ? SafetensorsDtype::BF16 : SafetensorsDtype::F32;
-    entry.shape = tensor.values.sizes().vec();
+    entry.shape = tensor.shape;
+    parameters += entry.numel();
     entries.push_back(entry);
-    parameters += tensor.values.numel();
   }
   SafetensorsWriter writer(path, entries, {{"format", "pt"}});
   for (const auto& tensor : tensors) {
-    const auto data = tensor.values.to(dtype).contiguous();
+    const auto data = tensor.values().to(dtype).contiguous();
     writer.write(tensor.name, data.data_ptr(), static_cast<uint64_t>(data.numel() * data.element_size()));
   }
   writer.finish();
@@ -218,11 +226,13 @@ std::string model_card(const RunState& state, const std::string& folder, const s
                                                         "(`modeling_sinkgate.py`, `configuration_sinkgate.py`), which "
                                                         "transformers runs with `trust_remote_code=True`.")
        << "\n\n";
-  char loss[64];
+  char loss[64], beta[32];
   std::snprintf(loss, sizeof loss, "%.6f", state.final_val_loss);
+  std::snprintf(beta, sizeof beta, "%g", model.gate_beta);
   card << "| | |\n| --- | --- |\n";
   card << "| arm | `" << model.arm.name() << "` (zero option `" << to_string(model.arm.zero) << "`, filter `"
-       << to_string(model.arm.filter) << "`" << (model.arm.has_gate() ? ", gate β " + std::to_string(model.gate_beta) : "")
+       << to_string(model.arm.filter) << "`" << (model.arm.filter == Filter::normgate || model.arm.filter == Filter::renorm ? std::string(", β ") + beta
+                                                                                       : std::string())
        << ") |\n";
   card << "| tier | `" << state.config.tier << "`: " << model.n_layer << " layers, " << model.n_head << " heads, width "
        << model.n_embd << ", context " << model.block_size << ", vocabulary " << model.vocab_size << " |\n";

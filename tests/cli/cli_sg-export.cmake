@@ -7,7 +7,7 @@
 set(SG_EXPORT_DATA ${CMAKE_CURRENT_BINARY_DIR}/cli-export)
 file(MAKE_DIRECTORY ${SG_EXPORT_DATA})
 set(export $<TARGET_FILE:sg-export>)
-set(SG_EXPORT_TINY --tier tiny --set iterations=6 --set warmup=2 --set eval_interval=3 --set eval_batches=1
+set(SG_EXPORT_TINY --tier tiny --set iterations=40 --set warmup=4 --set eval_interval=20 --set eval_batches=1
                    --set final_eval_batches=1 --set block_size=32 --threads 1)
 
 foreach(arm baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2)
@@ -46,4 +46,4 @@ add_test(NAME "cli: sg-export refuses a token file as its run"
 set_tests_properties("cli: sg-export refuses a token file as its run" PROPERTIES FIXTURES_REQUIRED sg_tokens)
 add_test(NAME "cli: sg-export needs -o"
          COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/combo2.h5" -DEXPECT_CODE=2
-                 "-DEXPECT_STDERR=-o DIR" -P ${SG_EXPECT})
+                 "-DEXPECT_STDERR=--output is required" -P ${SG_EXPECT})
