@@ -1,9 +1,12 @@
-// safetensors.cpp — the safetensors header parser and tensor reader (format in safetensors.h).
+// safetensors.cpp — the safetensors header parser, tensor reader and writer (format in safetensors.h).
 #include "lib/io/safetensors.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -282,6 +285,57 @@ std::vector<std::string> SafetensorsFolder::paths() const {
   std::vector<std::string> paths;
   for (const auto& f : files_) paths.push_back(f.path());
   return paths;
+}
+
+SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<SafetensorsEntry> entries,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(path), entries_(std::move(entries)) {
+  // An ordered JSON object keeps the declared order in the header (the data order is the offsets').
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> seen;
+  uint64_t offset = 0;
+  for (auto& entry : entries_) {
+    if (entry.name.empty() || entry.name == "__metadata__" || !seen.insert(entry.name).second)
+      throw UsageError("safetensors: tensor name '" + entry.name + "' is empty, reserved or repeated");
+    entry.begin = offset;
+    entry.end = offset + static_cast<uint64_t>(entry.numel()) * static_cast<uint64_t>(element_size(entry.dtype));
+    offset = entry.end;
+    header[entry.name] = {{"dtype", to_string(entry.dtype)}, {"shape", entry.shape}, {"data_offsets", {entry.begin, entry.end}}};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  file_ = std::fopen(path.c_str(), "wb");
+  if (!file_) throw OutputError(path + ": cannot be written: " + std::strerror(errno));
+  const uint64_t length = text.size();
+  unsigned char prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));
+  if (std::fwrite(prefix, 1, 8, file_) != 8 || std::fwrite(text.data(), 1, text.size(), file_) != text.size())
+    throw OutputError(path + ": cannot be written: " + std::strerror(errno));
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (file_) std::fclose(file_);
+}
+
+void SafetensorsWriter::write(const std::string& name, const void* data, uint64_t bytes) {
+  if (next_ >= entries_.size() || entries_[next_].name != name)
+    throw UsageError("safetensors: '" + name + "' is not the next declared tensor of " + path_);
+  if (entries_[next_].bytes() != bytes)
+    throw UsageError("safetensors: '" + name + "' has " + std::to_string(bytes) + " bytes, declared " +
+                     std::to_string(entries_[next_].bytes()));
+  if (bytes > 0 && std::fwrite(data, 1, bytes, file_) != bytes)
+    throw OutputError(path_ + ": cannot be written: " + std::strerror(errno), "is the disk full?");
+  ++next_;
+}
+
+void SafetensorsWriter::finish() {
+  if (next_ != entries_.size())
+    throw UsageError("safetensors: " + path_ + ": tensor '" + entries_[next_].name + "' was declared but not written");
+  const bool flushed = std::fflush(file_) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!flushed || !closed) throw OutputError(path_ + ": cannot be written: " + std::strerror(errno), "is the disk full?");
 }
 
 }  // namespace sg

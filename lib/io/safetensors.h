@@ -12,10 +12,14 @@
 // A checkpoint folder holds either model.safetensors or shards listed by
 // model.safetensors.index.json ({"weight_map": {tensor name: shard file name}}).
 //
-// Not here: what the tensors mean (pretrained.h); writing safetensors (the tests use Python's).
+// Writing: SafetensorsWriter writes one file tensor by tensor (the header first, from the declared
+// entries), so that a whole model never needs a second copy in memory.
+//
+// Not here: what the tensors mean (pretrained.h, export.h).
 // Little-endian hosts only (x86-64, AArch64).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -96,6 +100,34 @@ class SafetensorsFolder {
   std::string folder_;
   std::vector<SafetensorsFile> files_;
   std::map<std::string, size_t> where_;  // tensor name -> index into files_
+};
+
+/// Writes one safetensors file: the header from the declared tensors (in order, each at the next
+/// offset, no gaps; the header padded with spaces to a multiple of 8 bytes, as the reference
+/// implementation does), then each tensor's bytes, in the declared order.
+class SafetensorsWriter {
+ public:
+  /// Declares the tensors (name, dtype, shape: begin and end are computed) and the "__metadata__"
+  /// strings, opens `path` (created or truncated) and writes the header. Throws UsageError for a
+  /// repeated or empty name, OutputError when the file cannot be written.
+  SafetensorsWriter(const std::string& path, std::vector<SafetensorsEntry> entries,
+                    const std::map<std::string, std::string>& metadata);
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  /// Writes the next declared tensor's bytes (little-endian, row-major); `name` and `bytes` must
+  /// be the next entry's (UsageError otherwise). Throws OutputError on a failed write.
+  void write(const std::string& name, const void* data, uint64_t bytes);
+  /// Checks that every declared tensor was written, flushes and closes the file. Throws
+  /// UsageError (a tensor missing) or OutputError.
+  void finish();
+
+ private:
+  std::string path_;
+  std::vector<SafetensorsEntry> entries_;
+  size_t next_ = 0;
+  std::FILE* file_ = nullptr;
 };
 
 }  // namespace sg

@@ -1,0 +1,49 @@
+# Command-line tests of sg-export on tiny runs of every arm trained from the token file of
+# cli_sg-tokenize.cmake's fixture (sg_tokens): transformers, on the exported folder, gives sg-eval's
+# validation loss on the run file (within 1e-5) and sg-sample's greedy text, token for token
+# (tests/hf_export_reference.py run); bad outputs and inputs are refused.
+# (Logits, attention weights and cached decoding against transformers for every arm, the tokenizer
+# files against tiktoken: tests/model/test_export.cpp.)
+set(SG_EXPORT_DATA ${CMAKE_CURRENT_BINARY_DIR}/cli-export)
+file(MAKE_DIRECTORY ${SG_EXPORT_DATA})
+set(export $<TARGET_FILE:sg-export>)
+set(SG_EXPORT_TINY --tier tiny --set iterations=40 --set warmup=4 --set eval_interval=20 --set eval_batches=1
+                   --set final_eval_batches=1 --set block_size=32 --threads 1)
+
+foreach(arm baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2)
+  add_test(NAME "cli: sg-export ${arm} run (fixture)"
+           COMMAND sg-train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_EXPORT_TINY} --arm ${arm}
+                   -o ${SG_EXPORT_DATA}/${arm}.h5 --force)
+  set_tests_properties("cli: sg-export ${arm} run (fixture)" PROPERTIES
+                       FIXTURES_SETUP sg_export_${arm} FIXTURES_REQUIRED sg_tokens)
+  set(run ${SG_EXPORT_DATA}/${arm}.h5)
+  add_test(NAME "cli: sg-export ${arm}: transformers gives sg-eval's loss and sg-sample's greedy text"
+           COMMAND sh -c "${export} ${run} -o ${SG_EXPORT_DATA}/${arm} --force --threads 1 && \
+$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 ${run} --threads 1 -o ${SG_EXPORT_DATA}/${arm}-eval.h5 --force && \
+$<TARGET_FILE:sg-sample> ${run} --prompt 'The tutorial' -n 12 --greedy --threads 1 --log-level quiet \
+> ${SG_EXPORT_DATA}/${arm}-sample.txt && \
+${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/hf_export_reference.py run ${SG_EXPORT_DATA}/${arm} ${SG_CLI_DATA}/tokens.h5 \
+${SG_EXPORT_DATA}/${arm}-eval.h5 ${SG_EXPORT_DATA}/${arm}-sample.txt 'The tutorial' 12")
+  set_tests_properties("cli: sg-export ${arm}: transformers gives sg-eval's loss and sg-sample's greedy text" PROPERTIES
+                       FIXTURES_REQUIRED "sg_tokens;sg_export_${arm}" PASS_REGULAR_EXPRESSION "run: ok" TIMEOUT 600)
+endforeach()
+
+add_test(NAME "cli: sg-export refuses an existing non-empty folder without --force"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/combo2.h5;-o;${SG_EXPORT_DATA}"
+                 -DEXPECT_CODE=4 "-DEXPECT_STDERR=exists and is not empty" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-export refuses an existing non-empty folder without --force" PROPERTIES
+                     FIXTURES_REQUIRED sg_export_combo2)
+add_test(NAME "cli: sg-export refuses a file as its folder"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/combo2.h5;-o;${SG_EXPORT_DATA}/combo2.h5"
+                 -DEXPECT_CODE=4 "-DEXPECT_STDERR=exists and is not a folder" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-export refuses a file as its folder" PROPERTIES FIXTURES_REQUIRED sg_export_combo2)
+add_test(NAME "cli: sg-export names a missing run file"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/no-such-run.h5;-o;${SG_EXPORT_DATA}/none"
+                 -DEXPECT_CODE=3 -DEXPECT_STDERR=no-such-run.h5 -P ${SG_EXPECT})
+add_test(NAME "cli: sg-export refuses a token file as its run"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_CLI_DATA}/tokens.h5;-o;${SG_EXPORT_DATA}/tokens-export"
+                 -DEXPECT_CODE=3 -DEXPECT_STDERR=sinkgate-run -P ${SG_EXPECT})
+set_tests_properties("cli: sg-export refuses a token file as its run" PROPERTIES FIXTURES_REQUIRED sg_tokens)
+add_test(NAME "cli: sg-export needs -o"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/combo2.h5" -DEXPECT_CODE=2
+                 "-DEXPECT_STDERR=--output is required" -P ${SG_EXPECT})
