@@ -131,13 +131,14 @@ class Id {
 /// Keeps an object's attributes, and a group's first kMaxCompactLinks links, in its object header,
 /// whose checksum the library verifies: past 8 of either HDF5 moves them to a fractal heap, and
 /// libhdf5 1.10 crashed on a damaged link there (SIGSEGV freeing a half-decoded link table in
-/// H5G__dense_get_name_by_idx, found by fuzzing run files). A group of more links (a wide result
-/// table, the weights of a large model) goes dense all the same: adding a message to a header
-/// scans every message already there, so n links kept compact cost time quadratic in n (10,001
-/// columns took minutes), and every lookup by name scans them too; dense storage indexes names
-/// in a B-tree. Its blocks are checksummed in the 1.10 format; the fuzzing of tests/fuzz.py covers
-/// compact groups (its files are small), not dense ones.
-constexpr unsigned kMaxCompactLinks = 128;
+/// H5G__dense_get_name_by_idx, found by fuzzing run files). A group of more links (a result table
+/// of more than 1,024 columns) goes dense all the same: adding a message to a header scans every
+/// message already there, so n links kept compact cost time quadratic in n (10,001 columns took
+/// minutes), and every lookup by name scans them too; dense storage indexes names in a B-tree.
+/// The bound keeps every model's weights (a few hundred tensors at 350M) compact, where the
+/// fuzzing of tests/fuzz.py reaches; dense blocks are checksummed in the 1.10 format, but no
+/// campaign has covered them.
+constexpr unsigned kMaxCompactLinks = 1024;
 void keep_compact(hid_t creation_properties, bool links) {
   constexpr unsigned kMaxCompact = 65535;  // HDF5's bound
   H5Pset_attr_phase_change(creation_properties, kMaxCompact, 0);
