@@ -1,6 +1,6 @@
 // sg-arms — the attention arms of Table 4 for a tier: parameter costs and a self-check.
 //
-// Prints one tab-separated row per arm: its zero option and filter, the parameters it adds
+// Prints one tab-separated row per arm: its zero option, filter and output gate, the parameters it adds
 // per layer, and the model's total parameter count. With --check it also builds each model at
 // the tier's shape (on small random inputs) and verifies: the fused attention path against
 // the explicit one (forward and gradients), incremental decoding with the key-value cache
@@ -10,6 +10,7 @@
 //   sg-arms --tier 124M
 //   sg-arms --tier tiny --check
 //   sg-arms --tier 10M --arms sinktoken+projgate,combo2
+//   sg-arms --tier quick --arms keygate,outgate,sinklogit+outgate-elem --check
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -86,7 +87,7 @@ void run(const Options& options) {
     sg::apply_overrides(config, options.overrides);
     configs.push_back(config);
   }
-  std::cout << "arm\tzero\tfilter\tparams_per_layer\tparams_total";
+  std::cout << "arm\tzero\tfilter\toutput_gate\tparams_per_layer\tparams_total";
   if (options.check) std::cout << "\tloss\tfused_max_diff\tfused_grad_max_diff\tcache_max_diff\tstatus";
   std::cout << "\n";
   bool all_ok = true;
@@ -94,6 +95,7 @@ void run(const Options& options) {
     const auto& m = config.model;
     auto model = sg::build_model(m, config.seed);
     std::cout << m.arm.name() << "\t" << sg::to_string(m.arm.zero) << "\t" << sg::to_string(m.arm.filter) << "\t"
+              << sg::to_string(m.arm.output_gate) << "\t"
               << sg::arm_parameter_cost(m.arm, m.n_head, m.head_dim(), m.n_embd) << "\t"
               << model->parameter_count();
     if (options.check) {
@@ -120,7 +122,8 @@ int main(int argc, char** argv) {
                                     sg::cli::kConfig);
   parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
   parser.list("--arms,--arm", options.arms,
-                "arms, comma-separated or repeated: names or ZERO+FILTER (default: the nine of Table 4)");
+                "arms, comma-separated or repeated: names or options joined with '+', e.g. sinklogit+outgate "
+                "(default: the nine of Table 4)");
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");
   parser.option("--check-length", options.check_length, "sequence length of the self-check");

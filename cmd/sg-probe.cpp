@@ -101,8 +101,6 @@ void run(const Options& options, const std::string& command_line) {
   const bool wants_overrides =
       std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::overrides) != probe.probes.end();
   const bool any_junk = std::any_of(probe.doses.begin(), probe.doses.end(), [](double dose) { return dose > 0; });
-  const bool own_direction =
-      std::find(probe.junk.begin(), probe.junk.end(), sg::JunkType::own_direction) != probe.junk.end();
   bool any_gate_tokens = false;
   std::ostringstream settings;
   settings << "probes=" << options.probes << " batches=" << probe.batches << " batch_size=" << probe.batch_size
@@ -124,13 +122,14 @@ void run(const Options& options, const std::string& command_line) {
     for (auto p : probe.probes) any = any || sg::probe_applies(p, arm);
     if (!any && options.runs.size() == 1)
       throw sg::UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + run.path + ")",
-                           "overrides need a value-slot gate (normgate, projgate, combo, combo2, ZERO+normgate or "
-                           "ZERO+projgate); selectivity and gate-tokens need a gate; sinks and kurtosis apply to "
-                           "every arm");
-    if (wants_overrides && sg::probe_applies(sg::Probe::overrides, arm) && any_junk && own_direction &&
-        arm.filter != sg::Filter::projgate)
-      throw sg::UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " (" + run.path +
-                           ") has none");
+                           "overrides need a per-read gate in the value slot (normgate, projgate, keygate, combo, "
+                           "combo2, ZERO+FILTER of those); selectivity and gate-tokens need a per-read gate; the "
+                           "output gate (outgate, outgate-elem) decides per query, so none of these is defined for "
+                           "it; sinks and kurtosis apply to every arm");
+    if (wants_overrides && sg::probe_applies(sg::Probe::overrides, arm) && any_junk)
+      for (const auto junk : probe.junk)
+        if (const auto why = sg::junk_not_defined(junk, arm); !why.empty())
+          throw sg::UsageError(why + " (" + run.path + ")");
     any_gate_tokens = any_gate_tokens || sg::probe_applies(sg::Probe::gate_tokens, arm);
   };
   const auto runs = sg::open_runs(options.runs, checks);

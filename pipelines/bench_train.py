@@ -37,6 +37,7 @@ Run it with the project's Python (torch, numpy, h5py) from the repository root:
   ... pipelines/bench_train.py --rounds 3 --json bench.json              # figures to quote
   ... pipelines/bench_train.py --threads 1 --rounds 3 --cpu-time         # a machine others load
   ... pipelines/bench_train.py --arms baseline,combo2 --no-eager      # arm overheads only
+  ... pipelines/bench_train.py --arms keygate,outgate,outgate-elem --no-eager   # the gates beyond the paper
 """
 import argparse
 import json
@@ -50,6 +51,8 @@ import tempfile
 import time
 
 ARMS = ["baseline", "offbyone", "sinklogit", "sinktoken", "normgate", "renorm", "projgate", "combo", "combo2"]
+# Beyond the paper: the key gate and the output gates (docs/beyond.md); --arms all-beyond runs them too.
+BEYOND_ARMS = ["keygate", "outgate", "outgate-elem", "sinklogit+outgate"]
 TUNED = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold={}"
 from default_corpus import default_corpus  # noqa: E402
 
@@ -298,7 +301,8 @@ def main():
     parser.add_argument("--skip", type=int, default=3, help="warm-up steps left out of each run's median")
     parser.add_argument("--rounds", type=int, default=1,
                         help="interleaved rounds; figures are medians over rounds (3 or more for figures to quote)")
-    parser.add_argument("--arms", default=",".join(ARMS), help="sg-train arms (comma-separated); baseline is always run")
+    parser.add_argument("--arms", default=",".join(ARMS), help="sg-train arms (comma-separated; all-beyond: the nine and the gates beyond the "
+                        "paper); baseline is always run")
     parser.add_argument("--trim-thresholds", default="268435456,4294967296",
                         help="glibc.malloc.trim_threshold values tried for eager tuned (bytes, comma-separated)")
     parser.add_argument("--no-eager", action="store_true", help="skip PyTorch eager (arm overheads only)")
@@ -318,7 +322,8 @@ def main():
         parser.error("--cpu-time needs --skip >= 1")
     if args.steps <= args.skip:
         parser.error(f"--steps ({args.steps}) must exceed --skip ({args.skip})")
-    arms = ["baseline"] + [a for a in args.arms.split(",") if a and a != "baseline"]
+    requested = args.arms.replace("all-beyond", ",".join(ARMS + BEYOND_ARMS)).split(",")
+    arms = ["baseline"] + list(dict.fromkeys(a for a in requested if a and a != "baseline"))
     thresholds = [int(t) for t in args.trim_thresholds.split(",") if t]
     try:
         import h5py  # noqa: F401  (run files are read with it)

@@ -53,16 +53,21 @@ inject_files = $(foreach t,$(1),$(foreach a,$(call arms_of,$(t)),$(OUT)/inject/$
 fig2_junk = $(if $(filter $(1),$(FIG2_TIERS)),structured) $(if $(filter $(1),$(FIG2C_TIER)),random-direction own-direction)
 tier_junk = $(or $(INJECT_JUNK_$(1)),$(INJECT_JUNK_default)) \
             $(filter-out $(or $(INJECT_JUNK_$(1)),$(INJECT_JUNK_default)),$(call fig2_junk,$(1)))
-# The junk types of tier $(1) for arm $(2): own-direction only with a projection gate.
-inject_junk = $(subst $(space),$(comma),$(strip $(if $(filter projgate combo2 %+projgate,$(2)),$(call tier_junk,$(1)),$(filter-out own-direction,$(call tier_junk,$(1))))))
+# The junk types of tier $(1) for arm $(2): own-direction only with a projection gate; with a key gate
+# its own direction is on the keys (key-own-direction, in place of own-direction).
+has_projgate = $(filter projgate combo2,$(subst +, ,$(1)))
+has_keygate  = $(filter keygate,$(subst +, ,$(1)))
+inject_junk = $(subst $(space),$(comma),$(strip $(filter-out own-direction,$(call tier_junk,$(1))) \
+  $(if $(filter own-direction,$(call tier_junk,$(1))),$(if $(call has_projgate,$(2)),own-direction)$(if $(call has_keygate,$(2)),key-own-direction))))
 # The sg-inject options of run $(1) (TIER/ARM/SEED) that decide what it measures.
 inject_options = $(strip --junk $(call inject_junk,$(call tier_of,$(1)),$(call arm_of,$(1))) --cutoff $(INJECT_CUTOFFS) \
   --dose $(INJECT_DOSES) --context $(or $(INJECT_CONTEXT_$(call tier_of,$(1))),0) $(INJECT_FLAGS))
 
-JUNK_ORDER  := structured,same-context,gaussian,random-direction,own-direction
+JUNK_ORDER  := structured,same-context,gaussian,random-direction,own-direction,key-own-direction
 JUNK_LABELS := --label 'junk:structured=structured (other context)' --label 'junk:same-context=structured (same context)' \
                --label junk:gaussian=Gaussian --label 'junk:random-direction=random direction' \
-               --label 'junk:own-direction=own gate direction'
+               --label 'junk:own-direction=own gate direction' \
+               --label 'junk:key-own-direction=own key-gate direction (on the keys)'
 INJECT_TABLE_FLAGS := --where measure=injection --where layer=all --rows tier,junk,cutoff,arm --cols dose \
   --cell delta_loss --signed --decimals 3 --order junk=$(JUNK_ORDER) --order cutoff=q25,median \
   --row-order $(ARM_ORDER) --order tier=$(TIER_ORDER) $(JUNK_LABELS) $(ARM_LABELS) --label 'dose:*=ε = *' \

@@ -34,8 +34,10 @@ else
 endif
 
 PROBE_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
-VALUE_GATED = $(filter normgate projgate combo combo2 %+normgate %+projgate,$(1))
-GATED       = $(filter normgate projgate combo combo2 renorm %+normgate %+projgate %+renorm,$(1))
+# The arms of a list with a per-read gate in the value slot (norm, projection or key gate), and with
+# any per-read gate (the routing-slot control too), whatever else their names join with '+'.
+VALUE_GATED = $(foreach a,$(1),$(if $(filter normgate projgate keygate combo combo2,$(subst +, ,$(a))),$(a)))
+GATED       = $(foreach a,$(1),$(if $(filter normgate projgate keygate combo combo2 renorm,$(subst +, ,$(a))),$(a)))
 # The probe files of some tiers (the PROBE_SEED run of every arm there), and of their gated arms.
 probe_files       = $(foreach t,$(1),$(foreach a,$(call arms_of,$(t)),$(OUT)/probe/$(t)/$(a)/$(PROBE_SEED).h5))
 gated_probe_files = $(foreach t,$(1),$(foreach a,$(call $(2),$(call arms_of,$(t))),$(OUT)/probe/$(t)/$(a)/$(PROBE_SEED).h5))

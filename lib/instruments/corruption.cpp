@@ -19,9 +19,23 @@ const std::vector<std::pair<JunkType, std::string>>& junk_names() {
       {JunkType::gaussian, "gaussian"},
       {JunkType::random_direction, "random-direction"},
       {JunkType::own_direction, "own-direction"},
+      {JunkType::key_own_direction, "key-own-direction"},
   };
   return names;
 }
+
+}  // namespace
+
+std::string junk_not_defined(JunkType junk, const Arm& arm) {
+  if (junk == JunkType::own_direction && arm.filter != Filter::projgate)
+    return "own-direction junk needs a projection gate (projgate, combo2 or ZERO+projgate), and arm " + arm.name() +
+           " has none" + (arm.filter == Filter::keygate ? " (its key gate's own direction is key-own-direction)" : "");
+  if (junk == JunkType::key_own_direction && arm.filter != Filter::keygate)
+    return "key-own-direction junk needs a key gate (keygate or ZERO+keygate), and arm " + arm.name() + " has none";
+  return "";
+}
+
+namespace {
 
 /// The generator of (seed, layer, head, batch): a CPU generator, so every device draws the same.
 at::Generator generator_for(int64_t seed, int64_t layer, int64_t head, int64_t batch) {
@@ -71,11 +85,12 @@ torch::Tensor junk_directions(const torch::Tensor& real, const CorruptionSpec& s
       return unit(torch::randn({b, length, d}, generator, cpu_math)).to(real.device());
     case JunkType::random_direction:
       return unit(torch::randn({d}, generator, cpu_math)).to(real.device()).view({1, 1, d}).expand({b, length, d});
-    case JunkType::own_direction: {
+    case JunkType::own_direction:
+    case JunkType::key_own_direction: {
       const auto w = gate_direction[head].to(real.device(), real.scalar_type());
       const double norm = w.norm().item<double>();
       if (!(norm > 0))
-        throw UsageError("own-direction junk: the projection gate of layer " + std::to_string(layer) + ", head " +
+        throw UsageError(to_string(spec.junk) + " junk: the gate of layer " + std::to_string(layer) + ", head " +
                          std::to_string(head) + " has w_h = 0 (an untrained gate has no direction)");
       return (w / norm).view({1, 1, d}).expand({b, length, d});
     }
@@ -138,6 +153,8 @@ torch::Tensor corrupt_reads(const torch::Tensor& reads, const CorruptionSpec& sp
     throw UsageError("same-context junk comes from another position of the sequence: it needs at least 2 positions");
   if (spec.junk == JunkType::own_direction && !gate_direction.defined())
     throw UsageError("own-direction junk needs a projection gate (projgate, combo2 or ZERO+projgate)");
+  if (spec.junk == JunkType::key_own_direction && !gate_direction.defined())
+    throw UsageError("key-own-direction junk needs a key gate (keygate or ZERO+keygate)");
   const auto math = reads.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   if (length < 1) {
     if (corrupted) *corrupted = torch::zeros({b, h, t}, reads.options().dtype(torch::kBool));
@@ -172,7 +189,8 @@ Corruptor::Corruptor(CorruptionSpec spec, std::vector<torch::Tensor> gate_direct
 std::shared_ptr<AttentionHooks> Corruptor::hooks(const AttentionHooks& base) const {
   auto hooks = std::make_shared<AttentionHooks>(base);
   auto state = state_;
-  hooks->corrupt = [state](const torch::Tensor& reads, int64_t layer) {
+  auto& slot = targets_keys(state_->spec.junk) ? hooks->corrupt_keys : hooks->corrupt;
+  slot = [state](const torch::Tensor& reads, int64_t layer) {
     const torch::Tensor direction =
         layer < static_cast<int64_t>(state->gate_directions.size()) ? state->gate_directions[layer] : torch::Tensor();
     torch::Tensor mask;

@@ -17,7 +17,10 @@
 //                     first read has no earlier position and is left as it is;
 //   gaussian          an isotropic normal vector, normalised;
 //   random-direction  one random unit vector per head, shared by every corrupted read of the batch;
-//   own-direction     w_h/‖w_h‖ of the head's projection gate (projection-gate arms only).
+//   own-direction     w_h/‖w_h‖ of the head's projection gate (projection-gate arms only);
+//   key-own-direction w_h/‖w_h‖ of the head's key gate, added to the *keys* (key-gate arms only):
+//                     the quantity that gate decides on. Quiet keys, the median and the cutoffs are
+//                     then taken over the key norms, by the same rule.
 // The random choices come from a generator keyed by (seed, layer, head, batch) only — never by
 // the arm — and are drawn on the CPU, so arms and devices see the same junk on the same tokens.
 //
@@ -37,10 +40,31 @@
 
 namespace sg {
 
-enum class JunkType { structured, same_context, same_context_earlier, gaussian, random_direction, own_direction };
+enum class JunkType {
+  structured,
+  same_context,
+  same_context_earlier,
+  gaussian,
+  random_direction,
+  own_direction,
+  key_own_direction,
+};
+
+/// True for junk added to the keys (key-own-direction) rather than the reads.
+inline bool targets_keys(JunkType junk) { return junk == JunkType::key_own_direction; }
+/// True for junk along the gate's own direction w_h (own-direction, key-own-direction).
+inline bool along_gate_direction(JunkType junk) {
+  return junk == JunkType::own_direction || junk == JunkType::key_own_direction;
+}
 enum class Cutoff { median, q25 };
 
-/// "structured", "same-context", "same-context-earlier", "gaussian", "random-direction", "own-direction".
+/// Why junk of this type is not defined for the arm ("own-direction junk needs a projection gate,
+/// and arm X has none"), or "" when it is: own-direction needs a projection gate, key-own-direction
+/// a key gate; an output gate decides on the query, so neither is its own direction.
+std::string junk_not_defined(JunkType junk, const Arm& arm);
+
+/// "structured", "same-context", "same-context-earlier", "gaussian", "random-direction", "own-direction",
+/// "key-own-direction".
 std::string to_string(JunkType junk);
 /// "median", "q25".
 std::string to_string(Cutoff cutoff);
@@ -76,8 +100,8 @@ struct CorruptionSpec {
 torch::Tensor corrupt_reads(const torch::Tensor& reads, const CorruptionSpec& spec, int64_t layer, int64_t batch,
                             const torch::Tensor& gate_direction = {}, torch::Tensor* corrupted = nullptr);
 
-/// Installs a condition on a model through the attention module's corruption hook, layer by
-/// layer, and counts what it corrupts. Set the batch index before each forward pass.
+/// Installs a condition on a model through the attention module's corruption hook (the keys' hook
+/// for key junk), layer by layer, and counts what it corrupts. Set the batch index before each forward pass.
 class Corruptor {
  public:
   /// gate_directions: w_h (H, d) of every layer, for own-direction junk (else empty).

@@ -118,10 +118,8 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
   const auto directions = gate_directions(model);
   std::vector<JunkType> junk_types;
   for (JunkType junk : options.junk) {
-    if (junk == JunkType::own_direction && directions.empty()) {
-      if (!options.skip_inapplicable)
-        throw UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " has none",
-                         "use it with projgate, combo2 or ZERO+projgate runs");
+    if (const auto why = junk_not_defined(junk, arm); !why.empty()) {
+      if (!options.skip_inapplicable) throw UsageError(why);
       result.skipped.push_back(junk);
       continue;
     }
@@ -196,7 +194,7 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
     for (Cutoff cutoff : options.cutoffs) {
       for (double dose : options.doses) {
         Corruptor corruptor(CorruptionSpec{junk, cutoff, dose, options.seed, skip},
-                            junk == JunkType::own_direction ? directions : std::vector<torch::Tensor>{});
+                            along_gate_direction(junk) ? directions : std::vector<torch::Tensor>{});
         model.set_hooks(corruptor.hooks());
         const double loss = mean_loss([&](int64_t k) { corruptor.set_batch(k); });
         model.set_hooks(nullptr);

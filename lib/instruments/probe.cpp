@@ -317,21 +317,36 @@ struct Telemetry {
   GateTokenAccumulator gate_tokens;
   KurtosisAccumulator kurtosis;
   std::vector<HeadIncidence> incidence_heads;  // incidence.finish(), where sinks or selectivity need it
+  // The output gate per (layer, head), over the text's query positions: the sum of its value (the
+  // mean over the head's dimensions, element-wise), of the rows it closes below kClosedGate, and rows.
+  torch::Tensor output_gate_sum, output_gate_closed, output_gate_rows;
 };
+
+/// An output-gate value below this closes the head for that query: its output is cut by 10x or more.
+constexpr double kClosedGate = 0.1;
 
 void sink_rows(const ProbeRun& run, const Telemetry& telemetry) {
   std::vector<std::string> names{"position0_mass"};
   if (run.zero_option) names.push_back(zero_option_statistic(run.arm));
   names.insert(names.end(), {"sink_mass", "r0_ratio"});
+  // The output gate's abstention: its mean value and the share of query rows it closes.
+  const bool output_gate = run.arm.has_output_gate();
+  if (output_gate) names.insert(names.end(), {"output_gate_mean", "output_gate_closed"});
   std::vector<std::vector<double>> values;
-  for (const auto& h : telemetry.incidence_heads) {
+  for (size_t i = 0; i < telemetry.incidence_heads.size(); ++i) {
+    const auto& h = telemetry.incidence_heads[i];
     std::vector<double> v{h.position0_mass};
     if (run.zero_option) v.push_back(h.zero_option_mass);
     v.insert(v.end(), {h.sink_mass, h.r0_ratio});
+    if (output_gate) {
+      const double rows = telemetry.output_gate_rows.view({-1})[static_cast<int64_t>(i)].item<double>();
+      v.push_back(telemetry.output_gate_sum.view({-1})[static_cast<int64_t>(i)].item<double>() / rows);
+      v.push_back(telemetry.output_gate_closed.view({-1})[static_cast<int64_t>(i)].item<double>() / rows);
+    }
     values.push_back(v);
   }
   std::vector<bool> median(names.size(), false);
-  median.back() = true;  // r0_ratio: the median over heads, as sg-survey
+  median[output_gate ? names.size() - 3 : names.size() - 1] = true;  // r0_ratio: the median over heads, as sg-survey
   add_head_rows(run.result.rows, Probe::sinks, run.layers, run.heads, names, values, median);
 }
 
@@ -396,8 +411,22 @@ void telemetry_probes(ProbeRun& run) {
              gate_tokens = run.asked(Probe::gate_tokens), kurtosis = run.asked(Probe::kurtosis);
   size_t current = 0;
   auto hooks = std::make_shared<AttentionHooks>();
+  const bool output_gate = sinks && run.arm.has_output_gate();
+  if (output_gate) {
+    const auto zeros = [&] { return torch::zeros({run.layers, run.heads}, torch::kDouble); };
+    telemetry.output_gate_sum = zeros();
+    telemetry.output_gate_closed = zeros();
+    telemetry.output_gate_rows = zeros();
+  }
   hooks->telemetry = [&](int64_t layer, const AttentionTelemetry& t) {
     if (want_incidence) telemetry.incidence.add(layer, t.weights, t.read_norms, t.phantom_mass, run.extra);
+    if (output_gate) {
+      // (B, H, Tq, 1 or d) -> the head's gate per query row of the text (the sink token's row left out).
+      const auto gate = t.output_gates.to(torch::kDouble).mean(-1).narrow(2, run.extra, t.output_gates.size(2) - run.extra);
+      telemetry.output_gate_sum[layer] += gate.sum(std::vector<int64_t>{0, 2}).cpu();
+      telemetry.output_gate_closed[layer] += (gate < kClosedGate).sum(std::vector<int64_t>{0, 2}).to(torch::kDouble).cpu();
+      telemetry.output_gate_rows[layer] += static_cast<double>(gate.size(0) * gate.size(2));
+    }
     if (selectivity) telemetry.selectivity.add(layer, t.weights, t.gates, run.extra, run.options.sink_positions);
     if (gate_tokens) telemetry.gate_tokens.add(layer, t.gates, run.batches[current].inputs, run.extra);
     if (kurtosis) telemetry.kurtosis.add(layer, t.reads, run.extra);
@@ -423,7 +452,7 @@ double override_loss(ProbeRun& run, GateOverride how, const OverrideColumn& colu
                      const std::vector<torch::Tensor>& directions) {
   std::unique_ptr<Corruptor> corruptor;
   if (column.junk)
-    corruptor = std::make_unique<Corruptor>(*column.junk, column.junk->junk == JunkType::own_direction
+    corruptor = std::make_unique<Corruptor>(*column.junk, along_gate_direction(column.junk->junk)
                                                               ? directions
                                                               : std::vector<torch::Tensor>{});
   double total = 0;
@@ -517,8 +546,7 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
           if (dose == 0) continue;
           if (junk == JunkType::structured && options.batch_size < 2)
             throw UsageError("structured junk comes from another sequence of the batch: --batch-size must be at least 2");
-          if (junk == JunkType::own_direction && directions.empty())
-            throw UsageError("own-direction junk needs a projection gate, and arm " + arm.name() + " has none");
+          if (const auto why = junk_not_defined(junk, arm); !why.empty()) throw UsageError(why);
           columns.push_back({CorruptionSpec{junk, cutoff, dose, options.seed, extra}});
         }
   const bool telemetry_on =

@@ -135,6 +135,9 @@ ToyArm parse_toy_arm(const std::string& name) {
     throw UsageError("arm '" + name + "' has no toy form: the sink token is an extra sequence position of the "
                      "language model",
                      "use baseline, offbyone, sinklogit, normgate, renorm, projgate, combo, combo2 or oracle");
+  if (arm.filter == Filter::keygate || arm.output_gate != OutputGate::none)
+    throw UsageError("arm '" + name + "' has no toy form yet", "the toy's arms: baseline, offbyone, sinklogit, "
+                     "normgate, renorm, projgate, combo, combo2, ZERO+FILTER of those, or oracle");
   return {arm.name(), arm, false};
 }
 

@@ -1,6 +1,8 @@
 // attention.cpp — the attention arms: gates, phantom column, explicit and fused paths.
 #include "lib/model/attention.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include <cmath>
 
 #include "lib/base/error.h"
@@ -177,9 +179,15 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
   if (arm.zero == ZeroOption::sinklogit) sink_logit = register_parameter("sink_logit", torch::zeros({h}));
   if (arm.filter == Filter::normgate || arm.filter == Filter::renorm)
     gate_tau = register_parameter("gate_tau", torch::full({h}, -4.0 / options.gate_beta));
-  if (arm.filter == Filter::projgate) {
+  if (arm.filter == Filter::projgate || arm.filter == Filter::keygate) {
     gate_w = register_parameter("gate_w", torch::zeros({h, d}));
     gate_b = register_parameter("gate_b", torch::full({h}, 4.0));
+  }
+  // The output gate's W_theta is, in Qiu et al.'s code, extra rows of the query projection: it is
+  // initialised, (not) biased and decayed as the query projection is (docs/arms.md).
+  if (arm.output_gate != OutputGate::none) {
+    const int64_t rows = arm.output_gate == OutputGate::headwise ? h : c;
+    out_gate = register_parameter("out_gate", torch::empty({rows, c}).normal_(0.0, 0.02));
   }
 }
 
@@ -188,7 +196,8 @@ const std::vector<std::string>& AttentionImpl::no_decay_names() {
   return names;
 }
 
-torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmParameters& params, double beta) {
+torch::Tensor gate_logits(const torch::Tensor& keys, const torch::Tensor& reads, const Arm& arm,
+                          const ArmParameters& params, double beta) {
   const auto math = math_type(reads);
   const auto reads_m = reads.to(math);
   const int64_t h = reads.size(1), d = reads.size(-1);
@@ -201,13 +210,30 @@ torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmP
     case Filter::projgate:
       // Elementwise product and sum rather than a matmul, so autocast leaves it in float32.
       return (reads_m * params.gate_w.to(math).view({1, h, 1, d})).sum(-1) + params.gate_b.to(math).view({1, h, 1});
+    case Filter::keygate:
+      return (keys.to(math) * params.gate_w.to(math).view({1, h, 1, d})).sum(-1) / std::sqrt(static_cast<double>(d)) +
+             params.gate_b.to(math).view({1, h, 1});
     case Filter::none:
       break;
   }
   return {};
 }
 
-torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v_in,
+torch::Tensor output_gate_values(const torch::Tensor& x, const Arm& arm, const ArmParameters& params, int64_t heads) {
+  if (arm.output_gate == OutputGate::none) return {};
+  const auto math = math_type(x);
+  const int64_t batch = x.size(0), length = x.size(1), width = params.out_gate.size(1);
+  torch::Tensor logits;  // (B, Tq, H) or (B, Tq, C)
+  {
+    // A product that autocast would run in bf16: the gate maths stay in float32 (App. A's rule).
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    logits = torch::matmul(x.to(math), params.out_gate.to(math).t());
+  }
+  if (arm.output_gate == OutputGate::headwise) return torch::sigmoid(logits).transpose(1, 2).unsqueeze(-1);
+  return torch::sigmoid(logits).view({batch, length, heads, width / heads}).permute({0, 2, 1, 3});
+}
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_in, const torch::Tensor& v_in,
                      const ArmParameters& params, const AttendOptions& options) {
   const int64_t batch = q.size(0), h = q.size(1), length = q.size(2), d = q.size(3);
   const Arm& arm = options.arm;
@@ -216,9 +242,19 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
   KVCache* cache = options.cache;
   const auto math = math_type(q);
 
-  auto v = v_in;
+  auto v = v_in, k = k_in;
   if (hooks && hooks->corrupt) v = hooks->corrupt(v, options.layer);
-  const auto gate_logit = gate_logits(v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
+  if (hooks && hooks->corrupt_keys) k = hooks->corrupt_keys(k, options.layer);
+  const auto gate_logit = gate_logits(k, v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
+  torch::Tensor out_gates;  // (B, H, Tq, 1 or d): the output gate, decided on the query positions
+  if (arm.output_gate != OutputGate::none) {
+    if (!options.gate_input.defined()) throw UsageError("attend: the output gate needs the query positions' hidden states");
+    out_gates = output_gate_values(options.gate_input, arm, params, h);
+  }
+  // The output gate multiplies each head's output, in float32, on either path.
+  const auto gate_output = [&out_gates](const torch::Tensor& y) {
+    return out_gates.defined() ? (y.to(out_gates.scalar_type()) * out_gates).to(y.scalar_type()) : y;
+  };
   torch::Tensor gates, reads = v, key_bias;
   if (gate_logit.defined()) gates = torch::sigmoid(gate_logit);
   if (arm.gates_values()) reads = (v.to(gates.scalar_type()) * gates.unsqueeze(-1)).to(v.scalar_type());
@@ -249,7 +285,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
       y = at::scaled_dot_product_attention(q_in, k_in, v_pass, /*attn_mask=*/{}, /*dropout_p=*/0.0,
                                            options.causal, scale);
     }
-    return y.size(-1) == d ? y : y.index({"...", Slice(0, d)});
+    return gate_output(y.size(-1) == d ? y : y.index({"...", Slice(0, d)}));
   }
 
   // ---- explicit path ----
@@ -301,12 +337,14 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
     record.gates = gates.defined() ? gates.detach() : torch::Tensor();
     record.reads = v.detach().to(math);
+    record.keys = keys.detach().to(math);
+    record.output_gates = out_gates.defined() ? out_gates.detach() : torch::Tensor();
     hooks->telemetry(options.layer, record);
   }
-  return y;
+  return gate_output(y);
 }
 
-ArmParameters AttentionImpl::arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b}; }
+ArmParameters AttentionImpl::arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, out_gate}; }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
   const int64_t batch = x.size(0), length = x.size(1), c = options_.n_embd, h = options_.n_head;
@@ -319,6 +357,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache) {
   attend_options.hooks = hooks_.get();
   attend_options.cache = cache;
   attend_options.backend = backend_;
+  attend_options.gate_input = x;
   const auto y = attend(qkv[0], qkv[1], qkv[2], arm_parameters(), attend_options);  // (B, H, T, d)
   return c_proj(y.transpose(1, 2).reshape({batch, length, c}));
 }

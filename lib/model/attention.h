@@ -3,8 +3,10 @@
 // A head forms logits s_ij = q_i.k_j/sqrt(d) over keys j <= i, routes with a softmax and
 // aggregates reads v_j. The arm (lib/arm.h) adds a zero option (a phantom key column with
 // value exactly zero and logit 0 or a learned b_h) and/or a filter (a per-read gate g_j in the
-// value slot, or log g_j added to the logits in the routing slot). The sink-token zero option
-// lives in the model (an extra sequence position), not here.
+// value slot, or log g_j added to the logits in the routing slot; the key gate decides g_j on the
+// key k_j instead of the read) and/or an output gate (each head's output y_i times
+// sigma(x_i W_theta), decided on the query position's hidden state x_i, Qiu et al. 2025). The
+// sink-token zero option lives in the model (an extra sequence position), not here.
 //
 // Two computation paths give the same function:
 //   explicit — the attention matrix is materialised; serves the KV cache, the intervention
@@ -40,6 +42,8 @@ struct AttentionTelemetry {
   torch::Tensor read_norms;    // (B, H, Tk) |v_j|/sqrt(d), after corruption, before any gate
   torch::Tensor gates;         // (B, H, Tk) gate values g_j; undefined without a gate
   torch::Tensor reads;         // (B, H, Tk, d) reads after corruption, before any gate
+  torch::Tensor keys;          // (B, H, Tk, d) keys after corruption
+  torch::Tensor output_gates;  // (B, H, Tq, 1) head-wise or (B, H, Tq, d) element-wise; undefined without
 };
 
 /// Receives one layer's measurements during a forward pass, as soon as the layer has computed
@@ -50,6 +54,8 @@ using TelemetryCallback = std::function<void(int64_t layer, const AttentionTelem
 struct AttentionHooks {
   /// (1) Corruption of each head's reads (B, H, T, d) before any gate; gets the layer index.
   std::function<torch::Tensor(const torch::Tensor& reads, int64_t layer)> corrupt;
+  /// (1b) Corruption of each head's keys (B, H, T, d) before the logits and the key gate.
+  std::function<torch::Tensor(const torch::Tensor& keys, int64_t layer)> corrupt_keys;
   /// (2) Override of the gate values (value-slot gates only).
   GateOverride gate_override = GateOverride::none;
   /// Seeds the permutations of GateOverride::shuffle, with the layer index: the same seed gives
@@ -58,7 +64,7 @@ struct AttentionHooks {
   /// (3) When set, every layer passes its measurements to it.
   TelemetryCallback telemetry;
 
-  bool active() const { return corrupt || gate_override != GateOverride::none || telemetry; }
+  bool active() const { return corrupt || corrupt_keys || gate_override != GateOverride::none || telemetry; }
 };
 
 /// The gate value each query (row) applies to each key under an override: gates (B, H, Tk),
@@ -89,8 +95,9 @@ struct KVCache {
 struct ArmParameters {
   torch::Tensor sink_logit;  // (H) b_h of the sink logit
   torch::Tensor gate_tau;    // (H) tau_h of the norm gate and the routing-slot control
-  torch::Tensor gate_w;      // (H, d) w_h of the projection gate
-  torch::Tensor gate_b;      // (H) b_h of the projection gate
+  torch::Tensor gate_w;      // (H, d) w_h of the projection gate or the key gate
+  torch::Tensor gate_b;      // (H) b_h of the projection gate or the key gate
+  torch::Tensor out_gate;    // (H, C) or (C, C) W_theta^T of the output gate (a Linear's weight)
 };
 
 /// How attend() runs.
@@ -102,6 +109,9 @@ struct AttendOptions {
   const AttentionHooks* hooks = nullptr;
   KVCache* cache = nullptr;  // causal only
   AttentionBackend backend = AttentionBackend::automatic;
+  /// The output gate's input: the query positions' hidden states (B, Tq, C), the attention
+  /// block's input after its pre-norm; needed by arms with an output gate, unused otherwise.
+  torch::Tensor gate_input;
 };
 
 /// The attention arithmetic of an arm, shared by the language model and the toy task:
@@ -112,9 +122,16 @@ struct AttendOptions {
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      const ArmParameters& params, const AttendOptions& options);
 
-/// The gate's pre-sigmoid argument (B, H, T) from reads (B, H, T, d), in float32 (float64 for
-/// float64 reads), so that g_j = sigmoid(.) and log g_j = logsigmoid(.); undefined without a gate.
-torch::Tensor gate_logits(const torch::Tensor& reads, const Arm& arm, const ArmParameters& params, double beta);
+/// The gate's pre-sigmoid argument (B, H, T) from keys and reads (B, H, T, d), in float32 (float64
+/// for float64 reads), so that g_j = sigmoid(.) and log g_j = logsigmoid(.); undefined without a
+/// gate. The key gate reads the keys, every other filter the reads.
+torch::Tensor gate_logits(const torch::Tensor& keys, const torch::Tensor& reads, const Arm& arm,
+                          const ArmParameters& params, double beta);
+
+/// The output gate's values sigma(x W_theta) for hidden states x (B, Tq, C): (B, H, Tq, 1)
+/// head-wise, (B, H, Tq, d) element-wise, in float32 (float64 for float64 x) whatever autocast
+/// says; undefined for an arm without one.
+torch::Tensor output_gate_values(const torch::Tensor& x, const Arm& arm, const ArmParameters& params, int64_t heads);
 
 struct AttentionOptions {
   int64_t n_embd = 384;
@@ -144,8 +161,9 @@ class AttentionImpl : public torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // (C, C), no bias
   torch::Tensor sink_logit;           // (H) b_h of the sink-logit arms, init 0
   torch::Tensor gate_tau;             // (H) tau_h of the norm gate / routing control, init -4/beta
-  torch::Tensor gate_w;               // (H, d) w_h of the projection gate, init 0
-  torch::Tensor gate_b;               // (H) b_h of the projection gate, init 4
+  torch::Tensor gate_w;               // (H, d) w_h of the projection or key gate, init 0
+  torch::Tensor gate_b;               // (H) b_h of the projection or key gate, init 4
+  torch::Tensor out_gate;             // (H, C) or (C, C) the output gate's W_theta^T, init N(0, 0.02), decayed
 
  private:
   AttentionOptions options_;

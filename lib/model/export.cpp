@@ -299,6 +299,10 @@ ExportSummary export_run(const std::string& run_path, const std::string& folder_
     throw UsageError("--dtype must be float32 or bfloat16, not '" + options.dtype + "'");
   check_export_folder(folder, options.force);
   const auto state = read_run_state(run_path);
+  const Arm& arm = state.config.model.arm;
+  if (arm.filter == Filter::keygate || arm.output_gate != OutputGate::none)
+    throw UsageError(run_path + ": arm " + arm.name() + " has no Hugging Face code yet (the key gate and the output "
+                     "gate are not in pipelines/hf/modeling_sinkgate.py)");
   const auto rank_file = export_vocabulary(state, run_path, options.vocabulary);
   const auto vocabulary = hf_vocabulary_files(rank_file, state.config.model.block_size);
   const auto tokenizer = Tokenizer::load(rank_file);

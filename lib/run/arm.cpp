@@ -38,13 +38,48 @@ const std::pair<const char*, Filter> kFilterNames[] = {
     {"normgate", Filter::normgate},
     {"renorm", Filter::renorm},
     {"projgate", Filter::projgate},
+    {"keygate", Filter::keygate},
+};
+
+const std::pair<const char*, OutputGate> kOutputGateNames[] = {
+    {"none", OutputGate::none},
+    {"outgate", OutputGate::headwise},
+    {"outgate-elem", OutputGate::elementwise},
 };
 
 std::string valid_names() {
   std::string out;
   for (const auto& named : kPaperArms) out += std::string(out.empty() ? "" : ", ") + named.name;
-  return out + ", or ZERO+FILTER with ZERO in {none, offbyone, sinklogit, sinktoken} and "
-               "FILTER in {none, normgate, renorm, projgate}";
+  return out + ", or options joined with '+', at most one of each: ZERO in {offbyone, sinklogit, sinktoken}, "
+               "FILTER in {normgate, renorm, projgate, keygate}, OUTPUT GATE in {outgate, outgate-elem} "
+               "(a paper name stands for its zero option and filter)";
+}
+
+/// The arm's zero option and filter without the output gate, named.
+std::string pair_name(ZeroOption zero, Filter filter) {
+  const Arm pair{zero, filter, OutputGate::none};
+  for (const auto& named : kPaperArms)
+    if (named.arm == pair) return named.name;
+  if (zero == ZeroOption::none) return to_string(filter);
+  return to_string(zero) + "+" + to_string(filter);
+}
+
+std::vector<std::string> split_parts(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t plus; (plus = name.find('+', start)) != std::string::npos; start = plus + 1)
+    parts.push_back(name.substr(start, plus - start));
+  parts.push_back(name.substr(start));
+  return parts;
+}
+
+/// Sets one axis from a part of a name; false when the axis was already set by another part.
+template <typename T>
+bool set_axis(T& slot, bool& taken, T value) {
+  if (taken && slot != value) return false;
+  slot = value;
+  taken = true;
+  return true;
 }
 
 }  // namespace
@@ -61,29 +96,46 @@ std::string to_string(Filter filter) {
   return "?";
 }
 
+std::string to_string(OutputGate gate) {
+  for (const auto& [name, value] : kOutputGateNames)
+    if (value == gate) return name;
+  return "?";
+}
+
 std::string Arm::name() const {
-  for (const auto& named : kPaperArms)
-    if (named.arm == *this) return named.name;
-  return to_string(zero) + "+" + to_string(filter);
+  if (output_gate == OutputGate::none) return pair_name(zero, filter);
+  if (zero == ZeroOption::none && filter == Filter::none) return to_string(output_gate);
+  return pair_name(zero, filter) + "+" + to_string(output_gate);
 }
 
 Arm parse_arm(const std::string& name) {
   for (const auto& named : kPaperArms)
     if (name == named.name) return named.arm;
-  const auto plus = name.find('+');
-  if (plus != std::string::npos) {
-    const std::string zero_name = name.substr(0, plus), filter_name = name.substr(plus + 1);
-    Arm arm;
-    bool zero_ok = false, filter_ok = false;
+  // Options joined with '+': each part is a zero option, a filter, an output gate, "none" or a
+  // paper name (its zero option and filter); an axis named twice with different values is an error.
+  Arm arm;
+  bool zero_set = false, filter_set = false, gate_set = false, ok = !name.empty();
+  for (const auto& part : split_parts(name)) {
+    bool known = false;
+    if (part == "none") continue;
     for (const auto& [n, value] : kZeroNames)
-      if (zero_name == n) arm.zero = value, zero_ok = true;
+      if (part == n) known = true, ok = ok && set_axis(arm.zero, zero_set, value);
     for (const auto& [n, value] : kFilterNames)
-      if (filter_name == n) arm.filter = value, filter_ok = true;
-    if (zero_ok && filter_ok) return arm;
+      if (!known && part == n) known = true, ok = ok && set_axis(arm.filter, filter_set, value);
+    for (const auto& [n, value] : kOutputGateNames)
+      if (!known && part == n) known = true, ok = ok && set_axis(arm.output_gate, gate_set, value);
+    for (const auto& named : kPaperArms)
+      if (!known && part == named.name) {
+        known = true;
+        ok = ok && set_axis(arm.zero, zero_set, named.arm.zero) && set_axis(arm.filter, filter_set, named.arm.filter);
+      }
+    ok = ok && known;
   }
+  if (ok) return arm;
   std::vector<std::string> known = paper_arm_names();
   for (const auto& [zero, z] : kZeroNames)
     for (const auto& [filter, f] : kFilterNames) known.push_back(std::string(zero) + "+" + filter);
+  for (const auto& [gate, g] : kOutputGateNames) known.push_back(gate);
   throw UsageError("unknown arm '" + name + "'", did_you_mean(name, known) + "valid arms: " + valid_names());
 }
 
@@ -101,7 +153,9 @@ long long arm_parameter_cost(const Arm& arm, long long heads, long long head_dim
   if (arm.zero == ZeroOption::sinklogit) cost += heads;
   if (arm.zero == ZeroOption::sinktoken) cost += d_model;
   if (arm.filter == Filter::normgate || arm.filter == Filter::renorm) cost += heads;
-  if (arm.filter == Filter::projgate) cost += heads * (head_dim + 1);
+  if (arm.filter == Filter::projgate || arm.filter == Filter::keygate) cost += heads * (head_dim + 1);
+  if (arm.output_gate == OutputGate::headwise) cost += d_model * heads;
+  if (arm.output_gate == OutputGate::elementwise) cost += d_model * d_model;
   return cost;
 }
 

@@ -183,10 +183,12 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> ModelConfig::parameter
     out.push_back({block + "ln_1.bias", {c}});
     if (arm.zero == ZeroOption::sinklogit) out.push_back({block + "attn.sink_logit", {h}});
     if (arm.filter == Filter::normgate || arm.filter == Filter::renorm) out.push_back({block + "attn.gate_tau", {h}});
-    if (arm.filter == Filter::projgate) {
+    if (arm.filter == Filter::projgate || arm.filter == Filter::keygate) {
       out.push_back({block + "attn.gate_w", {h, c / h}});
       out.push_back({block + "attn.gate_b", {h}});
     }
+    if (arm.output_gate != OutputGate::none)
+      out.push_back({block + "attn.out_gate", {arm.output_gate == OutputGate::headwise ? h : c, c}});
     out.push_back({block + "attn.c_attn.weight", {3 * c, c}});
     out.push_back({block + "attn.c_proj.weight", {c, c}});
     out.push_back({block + "ln_2.weight", {c}});

@@ -2,7 +2,12 @@
 add_test(NAME "cli: sg-arms --check passes for every arm on the tiny tier"
          COMMAND sg-arms --tier tiny --check --threads 1)
 set_tests_properties("cli: sg-arms --check passes for every arm on the tiny tier"
-                     PROPERTIES PASS_REGULAR_EXPRESSION "combo2\tsinklogit\tprojgate")
+                     PROPERTIES PASS_REGULAR_EXPRESSION "combo2\tsinklogit\tprojgate\tnone")
+add_test(NAME "cli: sg-arms --check passes for the key gate and the output gates with every zero option"
+         COMMAND sg-arms --tier tiny --check --threads 1
+                 --arms keygate,outgate,outgate-elem,offbyone+keygate,sinktoken+outgate,combo2+outgate-elem,sinklogit+keygate+outgate)
+set_tests_properties("cli: sg-arms --check passes for the key gate and the output gates with every zero option"
+                     PROPERTIES PASS_REGULAR_EXPRESSION "all checks passed" FAIL_REGULAR_EXPRESSION "FAILED")
 add_test(NAME "cli: sg-arms names a bad arm"
          COMMAND ${CMAKE_COMMAND} -DCMD=$<TARGET_FILE:sg-arms> "-DARGS=--arm;nonsense" -DEXPECT_CODE=2
                  "-DEXPECT_STDERR=unknown arm 'nonsense'" -P ${SG_EXPECT})

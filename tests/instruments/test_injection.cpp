@@ -136,20 +136,26 @@ TEST_CASE("paired junk: two arms with the same shared weights receive identical 
 TEST_CASE("the battery agrees with a float64 reference written here (rank, cutoff, median, junk, loss difference)") {
   Tokens tokens;
   const auto file = sg::TokenFile::open(tokens.path);
-  for (const char* arm : {"projgate", "combo2"}) {
+  // The projection gate's own direction on the reads; the key gate's on the keys, ranked by key norms.
+  const std::pair<const char*, sg::JunkType> cases[] = {{"projgate", sg::JunkType::own_direction},
+                                                        {"combo2", sg::JunkType::own_direction},
+                                                        {"keygate", sg::JunkType::key_own_direction},
+                                                        {"sinklogit+keygate+outgate", sg::JunkType::key_own_direction}};
+  for (const auto& [arm, junk] : cases) {
     INFO(arm);
     auto config = small_run(arm);
     auto model = small_model(config);
     model->to(torch::kDouble);
     const double dose = 0.6;
-    auto options = options_for({sg::JunkType::own_direction}, {dose});
+    auto options = options_for({junk}, {dose});
     options.cutoffs = {sg::Cutoff::q25};
     options.exposure = false;
     const auto result = sg::inject(*model, config, file, options);
 
     // The reference: loops over sequences, heads and reads, in float64.
     auto hooks = std::make_shared<sg::AttentionHooks>();
-    hooks->corrupt = [&](const torch::Tensor& reads, int64_t layer) {
+    auto& slot = junk == sg::JunkType::key_own_direction ? hooks->corrupt_keys : hooks->corrupt;
+    slot = [&](const torch::Tensor& reads, int64_t layer) {
       auto out = reads.clone();
       const auto w = model->blocks[layer]->as<sg::Block>()->attn->gate_w.detach();
       for (int64_t b = 0; b < reads.size(0); ++b)
@@ -183,7 +189,7 @@ TEST_CASE("the battery agrees with a float64 reference written here (rank, cutof
       }
       model->set_hooks(nullptr);
     }
-    const auto& got = find(result, sg::JunkType::own_direction, sg::Cutoff::q25, dose);
+    const auto& got = find(result, junk, sg::Cutoff::q25, dose);
     // The same loss on the same batches, but not bit for bit: MKL's float64 products are not
     // reproducible from run to run (their paths depend on the buffers' alignment; MKL_CBWR), and
     // under load (ctest -j 2) the two computations differed by more than 1e-12 in two of about
@@ -191,7 +197,9 @@ TEST_CASE("the battery agrees with a float64 reference written here (rank, cutof
     INFO(std::setprecision(17) << "battery " << result.clean_loss << ", reference " << clean);
     CHECK(std::abs(result.clean_loss - clean) < 1e-10);
     CHECK(std::abs((got.loss - result.clean_loss) - (corrupted - clean)) < 1e-10);
-    CHECK(std::abs(corrupted - clean) > 1e-4);  // the corruption did something
+    // The corruption did something (key junk moves the small random model's keys a little: its
+    // effect is smaller, still five orders above float64 rounding).
+    CHECK(std::abs(corrupted - clean) > (junk == sg::JunkType::key_own_direction ? 1e-7 : 1e-4));
   }
 }
 
@@ -208,6 +216,41 @@ TEST_CASE("own-direction junk on an arm without a projection gate is an error na
   REQUIRE(result.skipped.size() == 1);
   CHECK(result.skipped[0] == sg::JunkType::own_direction);
   CHECK(result.conditions.size() == 2);  // gaussian at two cutoffs
+}
+
+TEST_CASE("a gate's own direction is where it decides: own-direction for the projection gate, key-own-direction for the key gate") {
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  struct Case {
+    const char* arm;
+    sg::JunkType junk;
+    const char* message;  // "" when the junk is defined for the arm
+  };
+  const Case cases[] = {
+      {"keygate", sg::JunkType::own_direction, "its key gate's own direction is key-own-direction"},
+      {"projgate", sg::JunkType::key_own_direction, "key-own-direction junk needs a key gate"},
+      {"outgate", sg::JunkType::own_direction, "arm outgate has none"},
+      {"outgate", sg::JunkType::key_own_direction, "arm outgate has none"},
+      {"keygate", sg::JunkType::key_own_direction, ""},
+  };
+  for (const auto& c : cases) {
+    INFO(c.arm << " " << sg::to_string(c.junk));
+    CHECK_THAT(sg::junk_not_defined(c.junk, sg::parse_arm(c.arm)), Catch::Contains(c.message));
+    CHECK(sg::junk_not_defined(c.junk, sg::parse_arm(c.arm)).empty() == (std::string(c.message).empty()));
+    const auto config = small_run(c.arm);
+    auto model = small_model(config);
+    model->to(torch::kDouble);
+    auto options = options_for({c.junk}, {1.6});
+    options.exposure = false;
+    if (std::string(c.message).empty()) {
+      // Key junk moves the keys: the routing and the key gate change, and the loss with them.
+      const auto result = sg::inject(*model, config, file, options);
+      CHECK(result.conditions.size() == 2);
+      CHECK(std::abs(find(result, c.junk, sg::Cutoff::q25, 1.6).loss - result.clean_loss) > 1e-7);
+    } else {
+      CHECK_THROWS_WITH(sg::inject(*model, config, file, options), Catch::Contains(c.message));
+    }
+  }
 }
 
 TEST_CASE("exposure on a hand-built attention pattern gives the shares computed by hand") {

@@ -36,16 +36,18 @@ torch::Tensor reference_attention(const torch::Tensor& x, const sg::AttentionImp
         auto v_of = [&](int64_t t) {
           return qkv[b][t].slice(0, 2 * kWidth + h * kHeadDim, 2 * kWidth + (h + 1) * kHeadDim);
         };
-        auto gate_of = [&](const torch::Tensor& v) -> torch::Tensor {
+        auto gate_of = [&](const torch::Tensor& k, const torch::Tensor& v) -> torch::Tensor {
           if (arm.filter == Filter::normgate || arm.filter == Filter::renorm)
             return torch::sigmoid(beta * (v.norm() / std::sqrt(double(kHeadDim)) - module.gate_tau[h]));
           if (arm.filter == Filter::projgate) return torch::sigmoid(torch::dot(module.gate_w[h], v) + module.gate_b[h]);
+          if (arm.filter == Filter::keygate)  // decided on the key, multiplies the read
+            return torch::sigmoid(torch::dot(module.gate_w[h], k) / std::sqrt(double(kHeadDim)) + module.gate_b[h]);
           return torch::ones({}, x.options());
         };
         std::vector<torch::Tensor> logits, values;
         for (int64_t j = 0; j <= i; ++j) {  // the causal mask: only keys j <= i exist for query i
           auto s = torch::dot(q_of(i), k_of(j)) / std::sqrt(double(kHeadDim));
-          const auto g = gate_of(v_of(j));
+          const auto g = gate_of(k_of(j), v_of(j));
           if (arm.filter == Filter::renorm) s = s + torch::log(g);
           logits.push_back(s);
           values.push_back(arm.gates_values() ? g * v_of(j) : v_of(j));
@@ -64,6 +66,15 @@ torch::Tensor reference_attention(const torch::Tensor& x, const sg::AttentionImp
         for (const auto& s : logits) denominator = denominator + torch::exp(s - maximum);
         auto out = torch::zeros({kHeadDim}, x.options());
         for (size_t j = 0; j < logits.size(); ++j) out = out + torch::exp(logits[j] - maximum) / denominator * values[j];
+        // The output gate (Qiu et al.): head h's output times sigma(W_theta row . x_i), one row per
+        // head (head-wise) or per output element (element-wise), before the output projection.
+        if (arm.output_gate == sg::OutputGate::headwise) out = out * torch::sigmoid(torch::dot(module.out_gate[h], x[b][i]));
+        if (arm.output_gate == sg::OutputGate::elementwise) {
+          std::vector<torch::Tensor> elements;
+          for (int64_t e = 0; e < kHeadDim; ++e)
+            elements.push_back(out[e] * torch::sigmoid(torch::dot(module.out_gate[h * kHeadDim + e], x[b][i])));
+          out = torch::stack(elements);
+        }
         heads.push_back(out);
       }
       rows.push_back(torch::matmul(w_proj, torch::cat(heads)));
@@ -91,13 +102,18 @@ void perturb(sg::AttentionImpl& module, double sink) {
   if (module.gate_tau.defined()) module.gate_tau.copy_(torch::tensor({0.05, 0.12}, torch::kDouble));
   if (module.gate_w.defined()) module.gate_w.normal_(0.0, 1.0);
   if (module.gate_b.defined()) module.gate_b.copy_(torch::tensor({0.3, -0.4}, torch::kDouble));
+  if (module.out_gate.defined()) module.out_gate.normal_(0.0, 0.5);
   module.c_attn->weight.mul_(8.0);  // larger logits and reads: a sharper test
 }
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 const char* kArms[] = {"baseline", "offbyone", "sinklogit", "normgate", "renorm", "projgate", "combo", "combo2",
-                       "offbyone+projgate", "offbyone+renorm", "sinklogit+renorm"};
+                       "offbyone+projgate", "offbyone+renorm", "sinklogit+renorm",
+                       // beyond the paper: the key gate and the output gate, alone and with each zero option
+                       "keygate", "offbyone+keygate", "sinklogit+keygate", "outgate", "outgate-elem",
+                       "offbyone+outgate", "sinklogit+outgate", "sinklogit+outgate-elem", "combo2+outgate",
+                       "renorm+outgate", "keygate+outgate-elem"};
 
 }  // namespace
 

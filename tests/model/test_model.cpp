@@ -30,7 +30,8 @@ int64_t count(const torch::nn::Module& module) {
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 const char* kAllArms[] = {"baseline", "offbyone", "sinklogit", "sinktoken", "normgate", "renorm",
-                          "projgate", "combo",    "combo2",    "sinktoken+projgate", "offbyone+renorm"};
+                          "projgate", "combo",    "combo2",    "sinktoken+projgate", "offbyone+renorm",
+                          "keygate",  "outgate",  "outgate-elem", "sinktoken+keygate+outgate", "combo2+outgate-elem"};
 
 }  // namespace
 
@@ -44,6 +45,9 @@ TEST_CASE("parameters added per layer equal Table 4, at two model sizes") {
     const std::map<std::string, int64_t> per_layer = {
         {"baseline", 0}, {"offbyone", 0}, {"sinklogit", h},         {"normgate", h},        {"renorm", h},
         {"projgate", h * (d + 1)},        {"combo", 2 * h},         {"combo2", h * (d + 2)},
+        // beyond the paper: the key gate as the projection gate; W_theta is C x H or C x C
+        {"keygate", h * (d + 1)},         {"outgate", shape.width * h}, {"outgate-elem", shape.width * shape.width},
+        {"sinklogit+outgate", h + shape.width * h},
     };
     auto base_model = sg::build_model(small_config("baseline", shape.layers, shape.heads, shape.width), 0);
     const int64_t base_block = count(*base_model->blocks[0]);
@@ -108,7 +112,9 @@ TEST_CASE("for every arm, decoding with the KV cache gives the logits of one ful
     {  // Move the arm parameters off their initial values so that gates and sinks act.
       torch::NoGradGuard no_grad;
       for (const auto& item : model->named_parameters())
-        if (item.value().dim() == 1 && item.key().find("ln") == std::string::npos) item.value().normal_(0.0, 1.0);
+        if ((item.value().dim() == 1 && item.key().find("ln") == std::string::npos) ||
+            item.key().find("gate_w") != std::string::npos || item.key().find("out_gate") != std::string::npos)
+          item.value().normal_(0.0, 1.0);
     }
     const auto idx = torch::randint(97, {2, 17});
     torch::NoGradGuard no_grad;

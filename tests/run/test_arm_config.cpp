@@ -31,7 +31,55 @@ TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
   CHECK(custom.name() == "sinktoken+projgate");
   CHECK(sg::parse_arm("sinklogit+projgate").name() == "combo2");
   CHECK_THROWS_AS(sg::parse_arm("gated"), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_arm(""), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_arm("sinklogit+"), sg::UsageError);
   CHECK_THROWS_AS(sg::parse_arm("sinklogit+gate"), sg::UsageError);
+}
+
+TEST_CASE("beyond the paper: the key gate and the output gate compose with every zero option and filter") {
+  using sg::Filter;
+  using sg::OutputGate;
+  using sg::ZeroOption;
+  struct Case {
+    const char* name;
+    ZeroOption zero;
+    Filter filter;
+    OutputGate gate;
+    const char* canonical;
+  };
+  const Case cases[] = {
+      {"keygate", ZeroOption::none, Filter::keygate, OutputGate::none, "keygate"},
+      {"none+keygate", ZeroOption::none, Filter::keygate, OutputGate::none, "keygate"},
+      {"outgate", ZeroOption::none, Filter::none, OutputGate::headwise, "outgate"},
+      {"outgate-elem", ZeroOption::none, Filter::none, OutputGate::elementwise, "outgate-elem"},
+      {"baseline+outgate", ZeroOption::none, Filter::none, OutputGate::headwise, "outgate"},
+      {"sinklogit+outgate", ZeroOption::sinklogit, Filter::none, OutputGate::headwise, "sinklogit+outgate"},
+      {"outgate+sinklogit", ZeroOption::sinklogit, Filter::none, OutputGate::headwise, "sinklogit+outgate"},
+      {"projgate+outgate", ZeroOption::none, Filter::projgate, OutputGate::headwise, "projgate+outgate"},
+      {"combo2+outgate-elem", ZeroOption::sinklogit, Filter::projgate, OutputGate::elementwise, "combo2+outgate-elem"},
+      {"outgate+projgate+sinklogit", ZeroOption::sinklogit, Filter::projgate, OutputGate::headwise, "combo2+outgate"},
+      {"sinktoken+keygate+outgate", ZeroOption::sinktoken, Filter::keygate, OutputGate::headwise,
+       "sinktoken+keygate+outgate"},
+      {"offbyone+renorm", ZeroOption::offbyone, Filter::renorm, OutputGate::none, "offbyone+renorm"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    const auto arm = sg::parse_arm(c.name);
+    CHECK(arm.zero == c.zero);
+    CHECK(arm.filter == c.filter);
+    CHECK(arm.output_gate == c.gate);
+    CHECK(arm.name() == c.canonical);
+    CHECK(sg::parse_arm(arm.name()) == arm);  // the canonical name reads back
+  }
+  // An axis named twice, differently, is an error; the same value twice is not.
+  CHECK_THROWS_AS(sg::parse_arm("outgate+outgate-elem"), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_arm("projgate+keygate"), sg::UsageError);
+  CHECK_THROWS_AS(sg::parse_arm("combo2+offbyone"), sg::UsageError);
+  CHECK(sg::parse_arm("combo2+sinklogit").name() == "combo2");
+  // The key gate decides on the key and multiplies the read: a value-slot gate with a direction.
+  CHECK(sg::parse_arm("keygate").gates_values());
+  CHECK(sg::parse_arm("keygate").has_gate_direction());
+  CHECK(!sg::parse_arm("outgate").has_gate());
 }
 
 TEST_CASE("tier presets match Table 3") {
