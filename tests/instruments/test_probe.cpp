@@ -247,6 +247,52 @@ TEST_CASE("sinks: a model built to send every query's mass to position 0 gives s
   for (int64_t h = 0; h < 2; ++h) CHECK(value_of(result, "position0_mass", "none", 0, "0", std::to_string(h)) == Approx(1.0).margin(1e-6));
 }
 
+TEST_CASE("sinks: the output gate's mean and the rows it closes, on gates set by hand") {
+  // ln_1 with weight 0 and bias c makes every position's gate input c, so each gate row r of W_theta
+  // chosen as c * z_r / |c|^2 gives the logit z_r exactly: head 0 closed (sigma(-10)), head 1 open.
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  const double closed = 1.0 / (1.0 + std::exp(10.0));
+  for (const char* arm : {"outgate", "sinklogit+outgate-elem"}) {
+    INFO(arm);
+    const auto config = small_run(arm, /*layers=*/1);
+    auto model = sg::build_model(config.model, 1);
+    const int64_t c = 32, d = 16;
+    {
+      torch::NoGradGuard no_grad;
+      auto block = model->blocks[0]->as<sg::Block>();
+      const auto input = torch::linspace(-1.0, 1.0, c, torch::kFloat);
+      block->ln_1->weight.zero_();
+      block->ln_1->bias.copy_(input);
+      const auto unit = input / input.dot(input);
+      auto& w = block->attn->out_gate;
+      if (w.size(0) == 2) {  // head-wise: one row a head
+        w[0].copy_(unit * -10.0);
+        w[1].copy_(unit * std::log(3.0));
+      } else {  // element-wise: head 0's rows all closed; head 1's alternate sigma = 3/4 and 1/4
+        for (int64_t r = 0; r < d; ++r) w[r].copy_(unit * -10.0);
+        for (int64_t r = d; r < c; ++r) w[r].copy_(unit * (r % 2 == 0 ? std::log(3.0) : -std::log(3.0)));
+      }
+    }
+    const bool headwise = std::string(arm) == "outgate";
+    const double open = headwise ? 0.75 : 0.5;  // head 1's gate, averaged over its dimensions
+    const auto result = sg::probe_model(*model, config, file, fast({sg::Probe::sinks}));
+    CHECK(value_of(result, "output_gate_mean", "none", 0, "0", "0") == Approx(closed).margin(1e-6));
+    CHECK(value_of(result, "output_gate_mean", "none", 0, "0", "1") == Approx(open).margin(1e-6));
+    CHECK(value_of(result, "output_gate_mean") == Approx((closed + open) / 2).margin(1e-6));
+    CHECK(value_of(result, "output_gate_closed", "none", 0, "0", "0") == 1.0);
+    CHECK(value_of(result, "output_gate_closed", "none", 0, "0", "1") == 0.0);
+    CHECK(value_of(result, "output_gate_closed") == 0.5);
+  }
+  // Arms without an output gate have no such rows.
+  const auto config = small_run("combo2", 1);
+  auto model = sg::build_model(config.model, 1);
+  const auto result = sg::probe_model(*model, config, file, fast({sg::Probe::sinks}));
+  CHECK(std::none_of(result.rows.begin(), result.rows.end(),
+                     [](const sg::ProbeRow& row) { return row.statistic.rfind("output_gate", 0) == 0; }));
+}
+
 TEST_CASE("sinks and selectivity against the telemetry recomputed here in float64") {
   sg::log::set_level("quiet");
   Tokens tokens;
