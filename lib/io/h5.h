@@ -109,7 +109,9 @@ class Group : public Object {
   Group group(const std::string& path) const;
   Dataset dataset(const std::string& path) const;
   /// Creates a group (and missing parents) that tracks creation order. OutputError if it exists.
-  Group create_group(const std::string& path);
+  /// `links`: how many links the group will hold, when known (0: unknown); a group of more than
+  /// 1,024 (a wide result table) is then made in HDF5's dense storage from the start.
+  Group create_group(const std::string& path, int64_t links = 0);
   /// Opens the group if it exists, else creates it.
   Group require_group(const std::string& path);
 

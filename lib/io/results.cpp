@@ -604,7 +604,7 @@ void write_table(const std::string& path, const ResultTable& table, const Proven
   auto& root = writer.root();
   h5::set_format(root, kResultFormat, kResultSchemaVersion);
   write_provenance(root, provenance);
-  auto group = root.create_group("table");
+  auto group = root.create_group("table", static_cast<int64_t>(table.columns().size()));
   group.set_attribute("columns", table.names());
   group.set_attribute("rows", static_cast<int64_t>(table.rows()));
   for (const auto& c : table.columns()) {
