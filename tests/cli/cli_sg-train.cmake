@@ -262,3 +262,13 @@ for resident in 0 4294967296; do SINKGATE_RESIDENT_TOKENS=$resident $<TARGET_FIL
     FIXTURES_REQUIRED sg_tokens
     PASS_REGULAR_EXPRESSION "/tokens/train\nresident 0: exit 3\ntokens.h5: dataset /tokens/train fails the checksum of its chunk 0\nresident 4294967296: exit 3\ntokens.h5: dataset /tokens/train fails its checksum\n$")
 endif()
+
+# SIGTERM after the last step's checkpoint, while sg-train is on its way out (held there by a full
+# stderr pipe): the run is finished, so exit 0, never the signal's default 143.
+if(SG_PYTHON)
+  add_test(NAME "cli: sg-train signalled after its last checkpoint exits 0, not 143"
+           COMMAND ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_after_finish.py $<TARGET_FILE:sg-train>
+                   ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/sigterm-after-finish)
+  set_tests_properties("cli: sg-train signalled after its last checkpoint exits 0, not 143" PROPERTIES
+    FIXTURES_REQUIRED sg_tokens PASS_REGULAR_EXPRESSION "exit 0\nfinished line after the signal")
+endif()
