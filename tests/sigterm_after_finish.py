@@ -46,7 +46,8 @@ def main():
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=write_end)
     os.close(write_end)
     seen = b""
-    while b"step 2/2" not in seen:
+    # The whole line: stderr is unbuffered, and its newline is a write of its own.
+    while b"step 2/2" not in seen or b"\n" not in seen[seen.index(b"step 2/2"):]:
         chunk = os.read(read_end, 4096)
         if not chunk:
             print(seen.decode(errors="replace"))
