@@ -448,10 +448,8 @@ def one_case(case, args, kinds, seeds, pool_kinds, donors):
         argv = [a.replace("{F}", target).replace("{D}", target) for a in template]
         outcome, detail, seconds = run_reader(name, argv, allowed, target, args.timeout, case_dir)
         results.append((name, outcome, detail, seconds, argv))
-    failed = [r for r in results if r[1] in FAILURES]
-    if failed:
-        keep = os.path.join(args.work, "failures", f"{case}-{kind.replace('/', '_')}")
-        os.makedirs(keep, exist_ok=True)
+    def copy(keep):
+        os.makedirs(keep)
         with open(target_file, "wb") as f:
             f.write(data)
         if os.path.isdir(target):
@@ -460,15 +458,28 @@ def one_case(case, args, kinds, seeds, pool_kinds, donors):
             shutil.copy(target, keep)
             for companion in companions(kind, seeds):
                 shutil.copy(companion, keep)
-        with open(os.path.join(keep, "README"), "w") as f:
-            f.write(f"case {case}, seed {args.seed}, kind {kind}: {description}\n")
-            for name, outcome, detail, seconds, argv in failed:
-                f.write(f"{outcome}: {' '.join(argv)}\n  {detail}\n")
+    keep_failure(args, f"{case}-{kind.replace('/', '_')}", f"case {case}, seed {args.seed}, kind {kind}: {description}",
+                 results, copy)
     shutil.rmtree(case_dir, ignore_errors=True)
     return case, kind, description, results
 
 
 FAILURES = {"crash", "hang", "internal", "bad-code", "unnamed", "changed-input", "accepted", "silent-accept"}
+
+
+def keep_failure(args, name, title, results, copy):
+    """When a reader of `results` failed: WORK/failures/NAME holds the input (copy(folder) makes the
+    folder and puts it there) and a README of `title` and each failed command with what went wrong."""
+    failed = [r for r in results if r[1] in FAILURES]
+    if not failed:
+        return
+    keep = os.path.join(args.work, "failures", name)
+    os.makedirs(os.path.dirname(keep), exist_ok=True)
+    copy(keep)
+    with open(os.path.join(keep, "README"), "w") as f:
+        f.write(title + "\n")
+        for reader, outcome, detail, seconds, argv in failed:
+            f.write(f"{outcome}: {' '.join(argv)}\n  {detail}\n")
 
 
 # --- structural families (issue 32): each a function of (rng, seeds, bin_dir, case_dir) returning
@@ -595,6 +606,8 @@ def run_family_case(case, family, args, seeds, bin_dir):
         elif keep and digest(keep) != before:
             outcome, detail = "changed-input", f"{keep} was overwritten"
         results.append((name, outcome, detail, seconds, argv))
+    keep_failure(args, f"f{case}-{family}", f"family case {case}, seed {args.seed}, {family}: {description}", results,
+                 lambda keep: shutil.copytree(case_dir, keep))
     shutil.rmtree(case_dir, ignore_errors=True)
     return case, family, description, results
 
@@ -634,14 +647,8 @@ def one_structural(case, args, kinds, seeds, pool_kinds):
     if edit == "zero-chunk" and results and all(r[1] == "ok" for r in results):
         name, _, _, seconds, argv = results[0]
         results[0] = (name, "silent-accept", f"every reader exit 0 on a file with {description}", seconds, argv)
-    failed = [r for r in results if r[1] in FAILURES]
-    if failed:
-        keep = os.path.join(args.work, "failures", f"s{case}-{kind}-{edit}")
-        shutil.copytree(case_dir, keep, ignore=lambda d, names: [n for n in names if n.endswith(".fifo")])
-        with open(os.path.join(keep, "README"), "w") as f:
-            f.write(f"structural case {case}, seed {args.seed}, kind {kind}: {description}\n")
-            for name, outcome, detail, seconds, argv in failed:
-                f.write(f"{outcome}: {' '.join(argv)}\n  {detail}\n")
+    keep_failure(args, f"s{case}-{kind}-{edit}", f"structural case {case}, seed {args.seed}, kind {kind}: {description}",
+                 results, lambda keep: shutil.copytree(case_dir, keep, ignore=lambda d, names: [n for n in names if n.endswith(".fifo")]))
     shutil.rmtree(case_dir, ignore_errors=True)
     return case, kind, description, results
 

@@ -21,8 +21,9 @@ one of them (InputError, exit 3, naming the file and the feature), never follow 
   zero-chunk         a whole stored chunk of a dataset and its Fletcher32 checksum overwritten by zeros
                      (a lost write: Fletcher32 of zeros is zero, so the library passes it)
 
-and one edit that is no attack: no-checksum removes every dataset's sg_crc32c attribute, making the
-file one written before sinkgate stored checksums (which readers must still read).
+and one edit that is no attack: no-checksum removes every dataset's sg_crc32c attribute and every
+chunk table (the `*_chunk_crc32c` dataset beside an extendable one), making the file one written
+before sinkgate stored checksums (which readers must still read).
 
 Usage: h5_hostile.py EDIT IN OUT [--dataset PATH] [--seed N]
   Without --dataset a dataset is chosen by the seed among the file's (zero-chunk: among those with a
@@ -167,7 +168,9 @@ def edit(kind, source, out, dataset=None, seed=0):
             dataset = "/sg_rank9"
         elif kind == "no-checksum":
             for path in all_datasets:
-                if "sg_crc32c" in f[path].attrs:
+                if path.endswith("_chunk_crc32c") and path[: -len("_chunk_crc32c")] in all_datasets:
+                    del f[path]
+                elif "sg_crc32c" in f[path].attrs:
                     del f[path].attrs["sg_crc32c"]
         elif kind == "zero-chunk":
             chunks = nonzero_chunks(f, dataset, source)

@@ -1,5 +1,6 @@
 // support.h — helpers the tests share: scratch folders, file checks, shell quoting, hand-made
-// safetensors and token files, and the reference models of tests/survey_reference.py.
+// safetensors and token files, a run file's reading error, and the reference models of
+// tests/survey_reference.py.
 //
 // Folders are removed with nftw, not std::filesystem::remove_all: the torch wheel's libtorch.so
 // exports its own std::filesystem symbols, and remove_all crashes when it binds to them.
@@ -19,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/error.h"
 #include "lib/io/provenance.h"
+#include "lib/run/run_file.h"
 #include "lib/text/token_file.h"
 
 namespace sg_test {
@@ -98,6 +101,16 @@ inline std::string shell_quote(const std::string& arg) {
   std::string out = "'";
   for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+/// The InputError's message when read_run_state reads the run file `path`, else "(no error)".
+inline std::string error_of(const std::string& path) {
+  try {
+    sg::read_run_state(path);
+  } catch (const sg::InputError& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {

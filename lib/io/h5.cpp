@@ -338,11 +338,15 @@ std::vector<std::string> read_string_data(hid_t object, bool is_attribute, const
   return values;
 }
 
-/// A group-creation property list that tracks and indexes link creation order.
-Id ordered_gcpl() {
+/// A group-creation property list that tracks and indexes link creation order. A group that will
+/// hold more than kMaxCompactLinks links (`links`, when known) uses dense storage from its first
+/// link: libhdf5 1.10 moves a full compact group to dense storage by removing its link messages one
+/// at a time, condensing the header after each (a 1,025th column cost over ten minutes).
+Id ordered_gcpl(int64_t links = 0) {
   Id gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
   H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   keep_compact(gcpl, /*links=*/true);
+  if (links > static_cast<int64_t>(kMaxCompactLinks)) H5Pset_link_phase_change(gcpl, 0, 0);
   return gcpl;
 }
 
@@ -749,13 +753,13 @@ Dataset Group::dataset(const std::string& path) const {
   fail_input(file_, "cannot open dataset " + full);
 }
 
-Group Group::create_group(const std::string& path) {
+Group Group::create_group(const std::string& path, int64_t links) {
   init();
   const auto full = join_path(path_, path);
   if (exists(path)) throw OutputError(file_ + ": " + full + " exists");
   const auto [parent, name] = split_parent(path);
   Group where = parent.empty() ? *this : require_group(parent);
-  Id gcpl = ordered_gcpl();
+  Id gcpl = ordered_gcpl(links);
   const hid_t id = H5Gcreate2(where.id_, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
   if (id < 0) fail_output(file_, "cannot create group " + full);
   return Group(id, file_, full);
@@ -772,6 +776,12 @@ namespace {
 constexpr const char* kChecksum = "sg_crc32c";
 
 void store_checksum(Dataset& dataset, uint32_t crc) { dataset.set_attribute(kChecksum, static_cast<int64_t>(crc)); }
+
+/// An extendable dataset's chunk table is the int64 dataset beside it named with this suffix
+/// (`/tokens/train_chunk_crc32c`): entry i is the CRC32C of chunk i's elements as stored (the
+/// last chunk: of the elements it holds so far). Chunks of the table itself: 4,096 entries.
+constexpr const char* kChunkTableSuffix = "_chunk_crc32c";
+constexpr hsize_t kChunkTableChunk = 4096;
 
 /// Creates dataset `path` under `group` (parents made as needed) with the given type and space.
 Dataset create_dataset(Group& group, const std::string& path, hid_t type, hid_t space, hid_t dcpl,
@@ -868,6 +878,16 @@ Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t c
   auto dataset = create_dataset(*this, path, file_type(dtype), space, dcpl,
                                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   store_checksum(dataset, crc32c(nullptr, 0));  // continued by every append
+  // The chunk table: one CRC32C per chunk, extended by every append. It carries no sg_crc32c of its
+  // own (its last entry changes with each append): damage to it is Fletcher32's to catch, or a
+  // mismatch with the chunk it describes.
+  const hsize_t table_chunk[1] = {kChunkTableChunk};
+  Id table_dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_chunk(table_dcpl, 1, table_chunk);
+  H5Pset_fletcher32(table_dcpl);
+  keep_compact(table_dcpl, /*links=*/false);
+  create_dataset(*this, path + kChunkTableSuffix, H5T_STD_I64LE, space, table_dcpl,
+                 [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
   return dataset;
 }
 
@@ -971,18 +991,99 @@ void verify_checksum(const Dataset& dataset, uint32_t expected, uint32_t compute
                    "the file is damaged; write it again with the tool that made it");
 }
 
+[[noreturn]] void fail_chunk(const Dataset& dataset, int64_t chunk, int64_t begin, int64_t end, uint32_t computed,
+                             uint32_t expected) {
+  char text[64];
+  std::snprintf(text, sizeof text, "CRC32C %08x, stored %08x", computed, expected);
+  throw InputError(dataset.file() + ": dataset " + dataset.path() + " fails the checksum of its chunk " +
+                       std::to_string(chunk) + " (elements [" + std::to_string(begin) + ", " + std::to_string(end) +
+                       "), " + text + "): its data changed after it was written (a lost or damaged write)",
+                   "the file is damaged; write it again with the tool that made it");
+}
+}  // namespace
+
+/// A dataset's chunk table as read: `crc[i]` the CRC32C of chunk i (`chunk` elements each, of a
+/// dataset of `elements`), and which chunks a read has found to match.
+struct Dataset::ChunkTable {
+  bool present = false;
+  int64_t elements = 0;
+  int64_t chunk = 0;
+  std::vector<uint32_t> crc;
+  std::vector<bool> verified;
+
+  /// Checks chunks [first, last] held at `bytes` (raw stored elements of `size` bytes from chunk
+  /// first's start) against the table, and marks them verified.
+  void check(const Dataset& dataset, int64_t first, int64_t last, const unsigned char* bytes, size_t size) {
+    for (int64_t i = first; i <= last; ++i) {
+      const int64_t begin = i * chunk, end = std::min(elements, begin + chunk);
+      const uint32_t computed =
+          crc32c(bytes + static_cast<size_t>(begin - first * chunk) * size, static_cast<size_t>(end - begin) * size);
+      if (computed != crc[static_cast<size_t>(i)]) fail_chunk(dataset, i, begin, end, computed, crc[static_cast<size_t>(i)]);
+      verified[static_cast<size_t>(i)] = true;
+    }
+  }
+};
+
+Dataset::ChunkTable& Dataset::chunk_table() const {
+  const auto extent = extent_of(id_, file_, path_);
+  const int64_t elements = extent.size() == 1 ? static_cast<int64_t>(extent[0]) : -1;
+  if (chunks_ && chunks_->elements == elements) return *chunks_;
+  auto table = std::make_shared<ChunkTable>();
+  table->elements = elements;
+  chunks_ = table;
+  // Only an extendable 1-D dataset has one: fixed datasets (every result column) skip the lookup.
+  {
+    Id space(H5Dget_space(id_), H5Sclose);
+    hsize_t dims[1] = {0}, max_dims[1] = {0};
+    if (elements < 0 || !space.ok() || H5Sget_simple_extent_dims(space, dims, max_dims) != 1 ||
+        max_dims[0] != H5S_UNLIMITED)
+      return *table;
+  }
+  const std::string name = path_ + kChunkTableSuffix;
+  const htri_t found = H5Lexists(id_, name.c_str(), link_access());
+  if (found < 0) fail_input(file_, "cannot look up " + name);
+  if (found == 0) return *table;  // written before sinkgate kept chunk tables
+  Id dcpl(H5Dget_create_plist(id_), H5Pclose);
+  hsize_t chunk[1] = {0};
+  if (!dcpl.ok() || H5Pget_chunk(dcpl, 1, chunk) != 1 || chunk[0] == 0)
+    fail_input(file_, "cannot read the chunk shape of " + path_);
+  const hid_t table_id = H5Dopen2(id_, name.c_str(), dataset_access());
+  if (table_id < 0) fail_input(file_, "cannot open " + name + " (the chunk table of " + path_ + ")");
+  const Dataset stored(table_id, file_, name);
+  const auto shape = stored.shape();
+  const int64_t chunks = (elements + static_cast<int64_t>(chunk[0]) - 1) / static_cast<int64_t>(chunk[0]);
+  if (shape.size() != 1 || shape[0] != chunks)
+    throw InputError(file_ + ": " + name + " has " + (shape.size() == 1 ? std::to_string(shape[0]) : std::string("not")) +
+                         " 1-D entries, but " + path_ + " has " + std::to_string(chunks) + " chunks of " +
+                         std::to_string(chunk[0]) + " elements: the file is damaged",
+                     "the file is damaged; write it again with the tool that made it");
+  const auto values = stored.read_ints();
+  for (const int64_t value : values)
+    if (value < 0 || value > int64_t{0xFFFFFFFF})
+      throw InputError(file_ + ": " + name + " holds " + std::to_string(value) + ", not a CRC32C: the file is damaged");
+  table->chunk = static_cast<int64_t>(chunk[0]);
+  table->crc.assign(values.begin(), values.end());
+  table->verified.assign(values.size(), false);
+  table->present = true;
+  return *table;
+}
+
+namespace {
 /// The whole of `dataset` (`count` elements stored as `stored`) into `out` as `memory`, its
-/// CRC32C verified when it has one: read as stored (into `out` when the memory type is at least
-/// as wide, converted there in place), checked, then converted.
-void read_whole(const Dataset& dataset, Dtype stored, hid_t memory, int64_t count, void* out) {
+/// CRC32C verified when it has one, and its chunk table when it has one: read as stored (into
+/// `out` when the memory type is at least as wide, converted there in place), checked, then
+/// converted.
+void read_whole(const Dataset& dataset, Dtype stored, hid_t memory, int64_t count, void* out,
+                Dataset::ChunkTable* table = nullptr) {
   uint32_t expected = 0;
   const bool verify = stored_checksum(dataset, expected);
+  const bool by_chunk = table && table->present && count > 0;
   if (count == 0) {
     if (verify) verify_checksum(dataset, expected, crc32c(nullptr, 0));
     return;
   }
   const hid_t id = dataset.id();
-  if (!verify) {
+  if (!verify && !by_chunk) {
     if (H5Dread(id, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
       fail_input(dataset.file(), "cannot read dataset " + dataset.path());
     return;
@@ -998,7 +1099,8 @@ void read_whole(const Dataset& dataset, Dtype stored, hid_t memory, int64_t coun
   }
   if (H5Dread(id, raw, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer) < 0)
     fail_input(dataset.file(), "cannot read dataset " + dataset.path());
-  verify_checksum(dataset, expected, crc32c(buffer, n * raw_size));
+  if (verify) verify_checksum(dataset, expected, crc32c(buffer, n * raw_size));
+  if (by_chunk) table->check(dataset, 0, static_cast<int64_t>(table->crc.size()) - 1, buffer, raw_size);
   if (H5Tequal(raw, memory) > 0) return;
   if (H5Tconvert(raw, memory, n, buffer, nullptr, H5P_DEFAULT) < 0)
     fail_input(dataset.file(), "cannot convert dataset " + dataset.path());
@@ -1009,7 +1111,7 @@ void read_whole(const Dataset& dataset, Dtype stored, hid_t memory, int64_t coun
 void Dataset::read_array(Dtype memory, void* out) const {
   init();
   const Dtype stored = readable_as(dtype(), memory, file_, path_);
-  read_whole(*this, stored, memory_type(memory), numel(), out);
+  read_whole(*this, stored, memory_type(memory), numel(), out, &chunk_table());
 }
 
 void Dataset::read_slice(int64_t offset, int64_t count, Dtype memory, void* out) const {
@@ -1024,8 +1126,28 @@ void Dataset::read_slice(int64_t offset, int64_t count, Dtype memory, void* out)
   if (offset < 0 || count < 0 || offset + count > dims[0])
     throw InputError(file_ + ": slice [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
                      ") is outside dataset " + path_ + " of " + std::to_string(dims[0]) + " elements");
-  readable_as(dtype(), memory, file_, path_);
+  const Dtype stored = readable_as(dtype(), memory, file_, path_);
   if (count == 0) return;
+  // The chunks the slice touches, each read whole and checked against the chunk table once: a
+  // chunk zeroed with its Fletcher32 reads as zeros that libhdf5 passes.
+  auto& table = chunk_table();
+  if (table.present) {
+    const hid_t raw = memory_type(stored);
+    const size_t raw_size = H5Tget_size(raw);
+    std::vector<unsigned char> buffer;
+    for (int64_t i = offset / table.chunk; i <= (offset + count - 1) / table.chunk; ++i) {
+      if (table.verified[static_cast<size_t>(i)]) continue;
+      const hsize_t start[1] = {static_cast<hsize_t>(i * table.chunk)};
+      const hsize_t size[1] = {static_cast<hsize_t>(std::min(table.elements, (i + 1) * table.chunk) - i * table.chunk)};
+      buffer.resize(size[0] * raw_size);
+      Id file_space(H5Dget_space(id_), H5Sclose);
+      Id memory_space(H5Screate_simple(1, size, nullptr), H5Sclose);
+      if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, size, nullptr) < 0 ||
+          H5Dread(id_, raw, memory_space, file_space, H5P_DEFAULT, buffer.data()) < 0)
+        fail_input(file_, "cannot read chunk " + std::to_string(i) + " of " + path_);
+      table.check(*this, i, i, buffer.data(), raw_size);
+    }
+  }
   Id file_space(H5Dget_space(id_), H5Sclose);
   const hsize_t start[1] = {static_cast<hsize_t>(offset)}, size[1] = {static_cast<hsize_t>(count)};
   if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, size, nullptr) < 0)
@@ -1041,7 +1163,7 @@ std::vector<double> Dataset::read_doubles() const {
   if (!is_plain_float(stored) && !is_plain_integer(stored))
     throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected numbers");
   std::vector<double> values(static_cast<size_t>(numel()));
-  read_whole(*this, stored, H5T_NATIVE_DOUBLE, static_cast<int64_t>(values.size()), values.data());
+  read_whole(*this, stored, H5T_NATIVE_DOUBLE, static_cast<int64_t>(values.size()), values.data(), &chunk_table());
   return values;
 }
 
@@ -1051,7 +1173,7 @@ std::vector<int64_t> Dataset::read_ints() const {
   if (!is_plain_integer(stored))
     throw InputError(file_ + ": dataset " + path_ + " holds " + to_string(stored) + ", expected integers");
   std::vector<int64_t> values(static_cast<size_t>(numel()));
-  read_whole(*this, stored, H5T_NATIVE_INT64, static_cast<int64_t>(values.size()), values.data());
+  read_whole(*this, stored, H5T_NATIVE_INT64, static_cast<int64_t>(values.size()), values.data(), &chunk_table());
   return values;
 }
 
@@ -1067,6 +1189,54 @@ std::vector<std::string> Dataset::read_strings() const {
   if (verify && computed_set) verify_checksum(*this, expected, computed);
   return values;
 }
+
+namespace {
+/// Extends the chunk table of `dataset` (when it has one) by `count` elements of `size` bytes,
+/// stored as `bytes`, appended after its first `before`: the CRC32C of a partial last chunk is
+/// continued, each chunk begun gets its own.
+void append_chunk_checksums(const Dataset& dataset, int64_t before, const unsigned char* bytes, int64_t count,
+                            size_t size) {
+  const std::string name = dataset.path() + kChunkTableSuffix;
+  const htri_t found = H5Lexists(dataset.id(), name.c_str(), link_access());
+  if (found < 0) fail_output(dataset.file(), "cannot look up " + name);
+  if (found == 0) return;
+  Id dcpl(H5Dget_create_plist(dataset.id()), H5Pclose);
+  hsize_t chunk_dims[1] = {0};
+  if (!dcpl.ok() || H5Pget_chunk(dcpl, 1, chunk_dims) != 1 || chunk_dims[0] == 0)
+    fail_output(dataset.file(), "cannot read the chunk shape of " + dataset.path());
+  const auto chunk = static_cast<int64_t>(chunk_dims[0]);
+  Id table(H5Dopen2(dataset.id(), name.c_str(), dataset_access()), H5Dclose);
+  if (!table.ok()) fail_output(dataset.file(), "cannot open " + name);
+  const int64_t first = before / chunk;
+  uint32_t crc = 0;
+  if (before % chunk != 0) {  // continue the partial last chunk's CRC32C
+    int64_t stored = 0;
+    Id file_space(H5Dget_space(table), H5Sclose);
+    const hsize_t start[1] = {static_cast<hsize_t>(first)}, one[1] = {1};
+    Id memory_space(H5Screate_simple(1, one, nullptr), H5Sclose);
+    if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, one, nullptr) < 0 ||
+        H5Dread(table, H5T_NATIVE_INT64, memory_space, file_space, H5P_DEFAULT, &stored) < 0)
+      fail_output(dataset.file(), "cannot read " + name);
+    crc = static_cast<uint32_t>(stored);
+  }
+  std::vector<int64_t> entries;
+  for (int64_t position = before, end = before + count; position < end;) {
+    const int64_t take = std::min(end, (position / chunk + 1) * chunk) - position;
+    crc = crc32c(bytes + static_cast<size_t>(position - before) * size, static_cast<size_t>(take) * size, crc);
+    entries.push_back(crc);
+    position += take;
+    crc = 0;
+  }
+  const hsize_t extent[1] = {static_cast<hsize_t>(first) + entries.size()};
+  if (H5Dset_extent(table, extent) < 0) fail_output(dataset.file(), "cannot extend " + name);
+  Id file_space(H5Dget_space(table), H5Sclose);
+  const hsize_t start[1] = {static_cast<hsize_t>(first)}, length[1] = {entries.size()};
+  Id memory_space(H5Screate_simple(1, length, nullptr), H5Sclose);
+  if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, length, nullptr) < 0 ||
+      H5Dwrite(table, H5T_NATIVE_INT64, memory_space, file_space, H5P_DEFAULT, entries.data()) < 0)
+    fail_output(dataset.file(), "cannot write " + name);
+}
+}  // namespace
 
 void Dataset::append(const void* data, int64_t count, Dtype memory) {
   init();
@@ -1106,6 +1276,8 @@ void Dataset::append(const void* data, int64_t count, Dtype memory) {
     const auto previous = static_cast<uint32_t>(attribute_int(kChecksum));
     store_checksum(*this, crc32c(data, static_cast<size_t>(count) * stored_size, previous));
   }
+  append_chunk_checksums(*this, static_cast<int64_t>(dims[0]), static_cast<const unsigned char*>(data), count,
+                         stored_size);
 }
 
 void Dataset::append(const std::vector<uint16_t>& values) {

@@ -15,6 +15,7 @@
 // Not here: what a particular file kind contains (results.h, checkpoint, token files).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,7 +110,9 @@ class Group : public Object {
   Group group(const std::string& path) const;
   Dataset dataset(const std::string& path) const;
   /// Creates a group (and missing parents) that tracks creation order. OutputError if it exists.
-  Group create_group(const std::string& path);
+  /// `links`: how many links the group will hold, when known (0: unknown); a group of more than
+  /// 1,024 (a wide result table) is then made in HDF5's dense storage from the start.
+  Group create_group(const std::string& path, int64_t links = 0);
   /// Opens the group if it exists, else creates it.
   Group require_group(const std::string& path);
 
@@ -124,7 +127,9 @@ class Group : public Object {
   Dataset write_ints(const std::string& path, const std::vector<int64_t>& values);
 
   /// Creates an empty 1-D dataset with unlimited length, chunked by `chunk` elements, to be
-  /// filled with Dataset::append (token streams: uint16 for GPT-2 ids, or int32).
+  /// filled with Dataset::append (token streams: uint16 for GPT-2 ids, or int32), and beside it
+  /// its chunk table `<path>_chunk_crc32c` (int64, one CRC32C per chunk of `chunk` elements,
+  /// kept by every append), which lets slice reads verify what they read.
   Dataset create_extendable(const std::string& path, Dtype dtype, int64_t chunk = int64_t{1} << 20);
 
  protected:
@@ -134,6 +139,7 @@ class Group : public Object {
 };
 
 /// A dataset: shape, dtype, whole and partial reads, appends to extendable 1-D datasets.
+/// Copies share the handle and what slice reads have verified.
 class Dataset : public Object {
  public:
   Dataset() = default;
@@ -144,10 +150,14 @@ class Dataset : public Object {
 
   /// The whole dataset into `out` (numel() elements of `memory` type, row-major); integers
   /// convert to any integer type, floats to any float type; bfloat16 only to itself, bool to
-  /// itself or uint8 (0/1); strings not at all (read_strings). InputError on a mismatch.
+  /// itself or uint8 (0/1); strings not at all (read_strings). InputError on a mismatch, and
+  /// when the data fail their CRC32C (`sg_crc32c`) or the chunk table of an extendable dataset.
   void read_array(Dtype memory, void* out) const;
   /// Elements [offset, offset + count) of a 1-D dataset into `out`, read without touching the
-  /// rest, converting as read_array. InputError if the range is outside the dataset or it is not 1-D.
+  /// rest of the file, converting as read_array. InputError if the range is outside the dataset
+  /// or it is not 1-D. A dataset with a chunk table (create_extendable) has each chunk the slice
+  /// touches read whole and checked against its CRC32C the first time: InputError naming the file,
+  /// the dataset and the chunk when one fails (a chunk zeroed with its Fletcher32).
   void read_slice(int64_t offset, int64_t count, Dtype memory, void* out) const;
 
   /// Whole 1-D datasets as plain vectors: numbers convert (int to double is allowed, double to
@@ -163,9 +173,15 @@ class Dataset : public Object {
   void append(const std::vector<int32_t>& values);
   void append(const std::vector<int64_t>& values);
 
+  struct ChunkTable;  // (h5.cpp)
+
  private:
   using Object::Object;
   friend class Group;
+  /// The chunk table (create_extendable), loaded and checked on first use; `present` false for a
+  /// dataset without one (not extendable, or written before sinkgate kept them).
+  ChunkTable& chunk_table() const;
+  mutable std::shared_ptr<ChunkTable> chunks_;
 };
 
 /// An HDF5 file opened for reading; its root group.

@@ -232,16 +232,13 @@ bool Column::missing(size_t row) const { return type == ColumnType::float64 && s
 
 size_t ResultTable::rows() const { return columns_.empty() ? 0 : columns_.front().size(); }
 
-bool ResultTable::has(const std::string& name) const {
-  for (const auto& c : columns_)
-    if (c.name == name) return true;
-  return false;
-}
+bool ResultTable::has(const std::string& name) const { return index_.count(name) > 0; }
 
 const Column& ResultTable::column(const std::string& name) const {
-  for (const auto& c : columns_)
-    if (c.name == name) return c;
-  throw UsageError("no column '" + name + "' in the table", "its columns: " + join(names(), ", "));
+  const auto found = index_.find(name);
+  if (found == index_.end())
+    throw UsageError("no column '" + name + "' in the table", "its columns: " + join(names(), ", "));
+  return columns_[found->second];
 }
 
 Column& ResultTable::column(const std::string& name) {
@@ -266,6 +263,7 @@ Column& ResultTable::add_column(Column column) {
   if (!columns_.empty() && column.size() != rows())
     throw UsageError("column '" + column.name + "' has " + std::to_string(column.size()) + " cells, the table " +
                      std::to_string(rows()) + " rows");
+  index_.emplace(column.name, columns_.size());
   columns_.push_back(std::move(column));
   return columns_.back();
 }
@@ -326,6 +324,7 @@ void ResultTable::append_row(const std::vector<Cell>& cells) {
 void ResultTable::append(const ResultTable& other, const std::string& source) {
   if (columns_.empty()) {
     columns_ = other.columns_;
+    index_ = other.index_;
     return;
   }
   const std::string where = source.empty() ? "the table" : source;
@@ -373,7 +372,7 @@ ResultTable ResultTable::take(const std::vector<size_t>& rows) const {
       if (c.type == ColumnType::int64) column.integers.push_back(c.integers.at(r));
       if (c.type == ColumnType::string) column.strings.push_back(c.strings.at(r));
     }
-    out.columns_.push_back(std::move(column));
+    out.add_column(std::move(column));
   }
   return out;
 }
@@ -605,7 +604,7 @@ void write_table(const std::string& path, const ResultTable& table, const Proven
   auto& root = writer.root();
   h5::set_format(root, kResultFormat, kResultSchemaVersion);
   write_provenance(root, provenance);
-  auto group = root.create_group("table");
+  auto group = root.create_group("table", static_cast<int64_t>(table.columns().size()));
   group.set_attribute("columns", table.names());
   group.set_attribute("rows", static_cast<int64_t>(table.rows()));
   for (const auto& c : table.columns()) {

@@ -95,7 +95,14 @@ void TokenFile::read(Split split, int64_t offset, int64_t count, int64_t* out) c
     std::copy_n(state_->resident[index].begin() + offset, count, out);
     return;
   }
+  // A window read from the file: its chunks are checked against the chunk table (lib/io/h5), and
+  // its ids against the vocabulary here, as a resident split's are when it is loaded.
   state_->datasets[index].read_slice(offset, count, h5::Dtype::int64, out);
+  for (int64_t i = 0; i < count; ++i)
+    if (out[i] < 0 || out[i] >= info_.vocab_size)
+      throw InputError(path_ + ": token id " + std::to_string(out[i]) + " at " + to_string(split) + " position " +
+                       std::to_string(offset + i) + " is outside [0, vocab_size = " + std::to_string(info_.vocab_size) +
+                       ")");
 }
 
 std::vector<int64_t> TokenFile::read(Split split, int64_t offset, int64_t count) const {

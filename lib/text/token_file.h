@@ -47,7 +47,8 @@ class TokenFile {
   const std::string& path() const { return path_; }
   int64_t size(Split split) const { return split == Split::val ? info_.val_tokens : info_.train_tokens; }
   /// Copies tokens [offset, offset + count) of a split into `out` (count int64 values). Throws
-  /// InputError naming the file when the range is outside the split.
+  /// InputError naming the file when the range is outside the split, and for a split read window
+  /// by window when a chunk the window touches fails its CRC32C or an id is outside the vocabulary.
   void read(Split split, int64_t offset, int64_t count, int64_t* out) const;
   /// The same, as a new vector.
   std::vector<int64_t> read(Split split, int64_t offset, int64_t count) const;

@@ -246,3 +246,29 @@ $train --tokens s.h5 --tier tiny --set iterations=1 --set warmup=0 --threads 1 -
 set_tests_properties("cli: sg-train refuses outputs aimed at its inputs and a too short token file before writing" PROPERTIES
     FIXTURES_REQUIRED sg_tokens
     PASS_REGULAR_EXPRESSION "c.conf is also an input[^\n]*\n[^\n]*\nexit 4\n[^\n]*--log-json t.h5 is the token file[^\n]*\n[^\n]*\nexit 4\n[^\n]*--log-json c.conf is the --config file[^\n]*\n[^\n]*\nexit 4\n[^\n]*--log-json ./r.h5 is the run file[^\n]*\n[^\n]*\nexit 4\ninputs unchanged\n[^\n]*s.h5: the [a-z]+ split has [0-9]+ tokens, not more than the context length 64\n[^\n]*\nexit 3\nc.conf\ns.h5\nshort.txt\nt.h5\n$")
+
+# A token split read window by window (SINKGATE_RESIDENT_TOKENS below its size, as a stream of more
+# than 2^31 tokens is by default) whose chunk was zeroed with its Fletcher32 (a lost write, which
+# libhdf5 passes): the chunk table's CRC32C refuses it (exit 3, naming the file and the chunk),
+# as the whole-split CRC32C does when the split is kept in memory. Never a run trained on zeros.
+if(SG_PYTHON)
+  add_test(NAME "cli: sg-train refuses a token file with a zeroed chunk, read whole or window by window"
+           COMMAND bash -c "set -uo pipefail; d='${SG_CLI_DATA}/zeroed-tokens'; rm -rf \"$d\"; mkdir -p \"$d\"; \
+${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/h5_hostile.py zero-chunk ${SG_CLI_DATA}/tokens.h5 \"$d/tokens.h5\" --dataset /tokens/train; \
+for resident in 0 4294967296; do SINKGATE_RESIDENT_TOKENS=$resident $<TARGET_FILE:sg-train> --tokens \"$d/tokens.h5\" \
+--tier tiny --set iterations=2 --set warmup=0 --set block_size=16 --threads 1 --log-level quiet -o \"$d/run-$resident.h5\" \
+--force 2> \"$d/err.txt\"; echo \"resident $resident: exit $?\"; grep -oE 'tokens.h5: dataset /tokens/train fails (its checksum|the checksum of its chunk [0-9]+)' \"$d/err.txt\"; done")
+  set_tests_properties("cli: sg-train refuses a token file with a zeroed chunk, read whole or window by window" PROPERTIES
+    FIXTURES_REQUIRED sg_tokens
+    PASS_REGULAR_EXPRESSION "/tokens/train\nresident 0: exit 3\ntokens.h5: dataset /tokens/train fails the checksum of its chunk 0\nresident 4294967296: exit 3\ntokens.h5: dataset /tokens/train fails its checksum\n$")
+endif()
+
+# SIGTERM after the last step's checkpoint, while sg-train is on its way out (held there by a full
+# stderr pipe): the run is finished, so exit 0, never the signal's default 143.
+if(SG_PYTHON)
+  add_test(NAME "cli: sg-train signalled after its last checkpoint exits 0, not 143"
+           COMMAND ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_after_finish.py $<TARGET_FILE:sg-train>
+                   ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/sigterm-after-finish)
+  set_tests_properties("cli: sg-train signalled after its last checkpoint exits 0, not 143" PROPERTIES
+    FIXTURES_REQUIRED sg_tokens PASS_REGULAR_EXPRESSION "exit 0\nfinished line after the signal")
+endif()

@@ -578,4 +578,77 @@ TEST_CASE("a whole chunk overwritten by zeros with its Fletcher32 (a lost write)
   REQUIRE(hostile("no-checksum", good, old, ""));
   CHECK_NOTHROW(read_mixed(old));
   CHECK_FALSE(sg::h5::File::open(old).dataset("model/w").has_attribute("sg_crc32c"));
+  CHECK_FALSE(sg::h5::File::open(old).exists("tokens/train_chunk_crc32c"));
+}
+
+TEST_CASE("an extendable dataset keeps a CRC32C per chunk, and slice reads refuse a chunk zeroed with its Fletcher32") {
+  Scratch scratch;
+  const auto good = scratch / "stream.h5";
+  // 70 ids in chunks of 16 (the last holds 6), appended in pieces that straddle chunk boundaries.
+  std::vector<uint16_t> ids(70);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>(1000 + 7 * i);
+  {
+    sg::h5::Writer writer(good, false);
+    auto tokens = writer.root().create_extendable("tokens/train", Dtype::uint16, 16);
+    size_t at = 0;
+    for (size_t piece : {5, 30, 1, 20, 14}) {
+      tokens.append(std::vector<uint16_t>(ids.begin() + at, ids.begin() + at + piece));
+      at += piece;
+    }
+    REQUIRE(at == ids.size());
+    writer.commit();
+  }
+  // The table: the CRC32C of each chunk's little-endian uint16 bytes.
+  const auto file = sg::h5::File::open(good);
+  std::vector<int64_t> expected;
+  for (size_t begin = 0; begin < ids.size(); begin += 16)
+    expected.push_back(sg::crc32c(ids.data() + begin, std::min<size_t>(16, ids.size() - begin) * sizeof(uint16_t)));
+  CHECK(file.dataset("tokens/train_chunk_crc32c").read_ints() == expected);
+  auto read = [](const sg::h5::Dataset& d, int64_t offset, int64_t count) {
+    std::vector<int64_t> out(static_cast<size_t>(count));
+    d.read_slice(offset, count, Dtype::int64, out.data());
+    return out;
+  };
+  const auto stream = file.dataset("tokens/train");
+  CHECK(read(stream, 14, 20) == std::vector<int64_t>(ids.begin() + 14, ids.begin() + 34));
+  CHECK(read(stream, 64, 6) == std::vector<int64_t>(ids.begin() + 64, ids.end()));
+
+  const auto zeroed = scratch / "zeroed.h5";
+  if (!hostile("zero-chunk", good, zeroed, "/tokens/train")) {
+    WARN("SG_PYTHON is not set: the zeroed chunk is not tested");
+    return;
+  }
+  // Exactly one chunk was zeroed: a slice touching it is an InputError naming the file, the
+  // dataset and the chunk; a slice of another chunk reads the ids written.
+  const auto damaged = sg::h5::File::open(zeroed).dataset("tokens/train");
+  int refused = 0;
+  for (int64_t chunk = 0; chunk * 16 < 70; ++chunk) {
+    const int64_t begin = chunk * 16 + 2, count = 3;
+    INFO("chunk " << chunk);
+    std::vector<int64_t> got;
+    std::string message;
+    try {
+      got = read(damaged, begin, count);
+    } catch (const sg::InputError& e) {
+      message = e.what();
+    }
+    if (message.empty()) {
+      CHECK(got == std::vector<int64_t>(ids.begin() + begin, ids.begin() + begin + count));
+      continue;
+    }
+    ++refused;
+    CHECK_THAT(message, Catch::Contains(zeroed) && Catch::Contains("/tokens/train") &&
+                            Catch::Contains("chunk " + std::to_string(chunk)));
+    // Refused again on a second read, and by a slice that only ends in it.
+    CHECK_THROWS_AS(read(damaged, begin, 1), sg::InputError);
+    if (chunk > 0) CHECK_THROWS_AS(read(damaged, chunk * 16 - 1, 2), sg::InputError);
+  }
+  CHECK(refused == 1);
+  CHECK_THROWS_AS(damaged.read_ints(), sg::InputError);
+  // A zeroed chunk of the table itself: every read that checks the table refuses the file.
+  const auto table_zeroed = scratch / "table_zeroed.h5";
+  REQUIRE(hostile("zero-chunk", good, table_zeroed, "/tokens/train_chunk_crc32c"));
+  const auto bad_table = sg::h5::File::open(table_zeroed).dataset("tokens/train");
+  CHECK_THROWS_WITH(read(bad_table, 0, 1), Catch::Contains(table_zeroed) && Catch::Contains("chunk 0"));
+  CHECK_THROWS_AS(bad_table.read_ints(), sg::InputError);
 }

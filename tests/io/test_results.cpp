@@ -76,6 +76,38 @@ TEST_CASE("tables are built by columns or rows and refuse mismatches") {
   CHECK(sg::format_exact(4.2141) == "4.2141");
 }
 
+TEST_CASE("the index by name finds every column and refuses a duplicate, also after concatenation and row selection") {
+  sg::ResultTable t;
+  const int n = 5000;
+  for (int i = 0; i < n; ++i) t.add_value("c" + std::to_string(i), std::vector<int64_t>{i, 2 * i});
+  // Each name finds the column added under it: its cells are the ones added, by position.
+  for (int i = 0; i < n; i += 7) {
+    INFO(i);
+    REQUIRE(t.has("c" + std::to_string(i)));
+    CHECK(t.column("c" + std::to_string(i)).integers == std::vector<int64_t>{i, 2 * i});
+    CHECK(&t.column("c" + std::to_string(i)) == &t.columns()[static_cast<size_t>(i)]);
+  }
+  CHECK_FALSE(t.has("c5000"));
+  CHECK_FALSE(t.has("c"));
+  CHECK_THROWS_WITH(t.add_value("c4999", std::vector<int64_t>{0, 0}), Catch::Contains("duplicate column 'c4999'"));
+  CHECK_THROWS_WITH(t.add_column("c0", Role::key, ColumnType::string), Catch::Contains("duplicate column 'c0'"));
+  CHECK(t.columns().size() == static_cast<size_t>(n));
+  // A refused column leaves the index as it was: the next new name still goes last.
+  t.add_key("arm", std::vector<std::string>{"a", "b"});
+  CHECK(&t.column("arm") == &t.columns().back());
+  // A table made by concatenation or by selecting rows keeps an index of its own.
+  sg::ResultTable all;
+  all.append(t);
+  all.append(t);
+  CHECK(all.rows() == 4);
+  CHECK(all.column("c42").integers == std::vector<int64_t>{42, 84, 42, 84});
+  CHECK_THROWS_AS(all.add_key("arm", std::vector<std::string>(4, "x")), sg::UsageError);
+  const auto second = t.take({1});
+  CHECK(second.column("c42").integers == std::vector<int64_t>{84});
+  CHECK(second.column("arm").strings == std::vector<std::string>{"b"});
+  CHECK_FALSE(second.has("c5000"));
+}
+
 TEST_CASE("a result table written as HDF5 reads back the same, with provenance") {
   Scratch scratch;
   const auto input = scratch / "input.txt";

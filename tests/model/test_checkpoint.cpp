@@ -22,15 +22,6 @@ sg::RunState tiny_state() {
   return state;
 }
 
-std::string error_of(const std::string& path) {
-  try {
-    sg::read_run_state(path);
-  } catch (const sg::InputError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST_CASE("a run file with an invalid configuration or state is an InputError naming the file and field") {
@@ -47,27 +38,27 @@ TEST_CASE("a run file with an invalid configuration or state is an InputError na
   auto zero_interval = tiny_state();
   zero_interval.config.train.checkpoint_interval = 0;
   const auto zero_path = write(zero_interval, "zero.h5");
-  CHECK_THAT(error_of(zero_path), Catch::Contains(zero_path) && Catch::Contains("checkpoint_interval"));
+  CHECK_THAT(sg_test::error_of(zero_path), Catch::Contains(zero_path) && Catch::Contains("checkpoint_interval"));
 
   auto negative = tiny_state();
   negative.step = -5;
-  CHECK_THAT(error_of(write(negative, "negative.h5")), Catch::Contains("step -5 lies outside [0, iterations"));
+  CHECK_THAT(sg_test::error_of(write(negative, "negative.h5")), Catch::Contains("step -5 lies outside [0, iterations"));
 
   auto huge = tiny_state();
   huge.step = static_cast<int64_t>(1e15);
   huge.data_position = huge.step * huge.config.train.batch();
-  CHECK_THAT(error_of(write(huge, "huge.h5")), Catch::Contains("lies outside"));
+  CHECK_THAT(sg_test::error_of(write(huge, "huge.h5")), Catch::Contains("lies outside"));
 
   auto position = tiny_state();
   position.step = 3;
   position.data_position = 5;
-  CHECK_THAT(error_of(write(position, "position.h5")), Catch::Contains("data_position 5 is not step x batch"));
+  CHECK_THAT(sg_test::error_of(write(position, "position.h5")), Catch::Contains("data_position 5 is not step x batch"));
 
   auto finished = tiny_state();
   finished.step = 3;
   finished.data_position = 3 * finished.config.train.batch();
   finished.finished = true;
-  CHECK_THAT(error_of(write(finished, "finished.h5")), Catch::Contains("says finished at step 3"));
+  CHECK_THAT(sg_test::error_of(write(finished, "finished.h5")), Catch::Contains("says finished at step 3"));
 }
 
 TEST_CASE("the parameters a configuration implies are those the model registers, for every arm") {

@@ -91,15 +91,6 @@ std::string write_fields(const sg_test::Scratch& scratch, const std::string& nam
   return path;
 }
 
-std::string error_of(const std::string& path) {
-  try {
-    sg::read_run_state(path);
-  } catch (const sg::InputError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST_CASE("a run file's configuration, state, curves and labels round-trip without LibTorch") {
@@ -168,7 +159,7 @@ TEST_CASE("a run file lacking a configuration field is refused, naming the file 
   sg_test::Scratch scratch;
   const auto state = small_state();
   const auto all = sg::to_fields(state.config);
-  CHECK(error_of(write_fields(scratch, "all.h5", state, all)) == "(no error)");
+  CHECK(sg_test::error_of(write_fields(scratch, "all.h5", state, all)) == "(no error)");
   int refused = 0;
   for (size_t skip = 0; skip < all.size(); ++skip) {
     auto fields = all;
@@ -179,7 +170,7 @@ TEST_CASE("a run file lacking a configuration field is refused, naming the file 
       continue;
     }
     INFO("without " << all[skip].first);
-    CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("/config lacks the attribute '" + all[skip].first + "'"));
+    CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("/config lacks the attribute '" + all[skip].first + "'"));
     ++refused;
   }
   CHECK(refused == static_cast<int>(all.size()) - 1);
@@ -204,7 +195,7 @@ TEST_CASE("a run file's configuration values are bounded as on a command line: u
   for (const auto& [key, value] : cases) {
     INFO(key << " = " << value);
     const auto path = with(key, value);
-    const auto message = error_of(path);
+    const auto message = sg_test::error_of(path);
     CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("configuration is invalid") && Catch::Contains(key));
   }
   // The same bounds on the command line (a usage error there).
@@ -224,7 +215,7 @@ TEST_CASE("a run file's configuration values are bounded as on a command line: u
 TEST_CASE("a run file whose configuration does not describe its tensors is refused: another arm, fewer layers, leftovers") {
   sg_test::Scratch scratch;
   auto state = small_state();  // sinklogit, 1 layer
-  CHECK(error_of(write(scratch, "good.h5", state)) == "(no error)");
+  CHECK(sg_test::error_of(write(scratch, "good.h5", state)) == "(no error)");
 
   // Tensors of combo2 (sink logit and a projection gate), configuration baseline: the gate is left over.
   auto combo2 = state.config.model;
@@ -232,28 +223,28 @@ TEST_CASE("a run file whose configuration does not describe its tensors is refus
   auto baseline = state;
   baseline.config.model.arm = sg::parse_arm("baseline");
   auto path = write(scratch, "arm.h5", baseline, &combo2);
-  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("attn.sink_logit is not a parameter") &&
+  CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("attn.sink_logit is not a parameter") &&
                                  Catch::Contains("arm baseline"));
 
   // Tensors of 2 layers, configuration 1 layer.
   auto two = state.config.model;
   two.n_layer = 2;
   path = write(scratch, "layers.h5", state, &two);
-  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("/model/blocks.1.") &&
+  CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("/model/blocks.1.") &&
                                  Catch::Contains("is not a parameter"));
 
   // Configuration of 2 layers, tensors of 1: a missing parameter.
   auto more = state;
   more.config.model.n_layer = 2;
   path = write(scratch, "missing.h5", more, &state.config.model);
-  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("lacks '/model/blocks.1."));
+  CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("lacks '/model/blocks.1."));
 
   // A wider configuration than the tensors: a shape, checked before anything is allocated.
   auto wide = state;
   wide.config.model.n_embd = 4096;
   wide.config.model.n_head = 2;
   path = write(scratch, "wide.h5", wide, &state.config.model);
-  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("has shape") && Catch::Contains("n_embd 4096"));
+  CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("has shape") && Catch::Contains("n_embd 4096"));
 }
 
 TEST_CASE("optimizer state of a parameter the configuration does not have is refused") {
@@ -273,5 +264,5 @@ TEST_CASE("optimizer state of a parameter the configuration does not have is ref
     extra.write_array("exp_avg_sq", sg::h5::Dtype::float32, {2}, zeros.data());
     writer.commit();
   }
-  CHECK_THAT(error_of(path), Catch::Contains(path) && Catch::Contains("/optimizer/blocks.0.attn.gate_b is not the state"));
+  CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("/optimizer/blocks.0.attn.gate_b is not the state"));
 }
