@@ -26,13 +26,19 @@ const std::vector<std::pair<JunkType, std::string>>& junk_names() {
 
 }  // namespace
 
+/// What junk along a gate's own direction needs: "own-direction junk needs a projection gate (...)".
+std::string needs_gate(JunkType junk) {
+  return to_string(junk) + " junk needs " +
+         (junk == JunkType::key_own_direction ? "a key gate (keygate or ZERO+keygate)"
+                                              : "a projection gate (projgate, combo2 or ZERO+projgate)");
+}
+
 std::string junk_not_defined(JunkType junk, const Arm& arm) {
-  if (junk == JunkType::own_direction && arm.filter != Filter::projgate)
-    return "own-direction junk needs a projection gate (projgate, combo2 or ZERO+projgate), and arm " + arm.name() +
-           " has none" + (arm.filter == Filter::keygate ? " (its key gate's own direction is key-own-direction)" : "");
-  if (junk == JunkType::key_own_direction && arm.filter != Filter::keygate)
-    return "key-own-direction junk needs a key gate (keygate or ZERO+keygate), and arm " + arm.name() + " has none";
-  return "";
+  if (!along_gate_direction(junk)) return "";
+  const Filter gate = junk == JunkType::key_own_direction ? Filter::keygate : Filter::projgate;
+  if (arm.filter == gate) return "";
+  return needs_gate(junk) + ", and arm " + arm.name() + " has none" +
+         (arm.filter == Filter::keygate ? " (its key gate's own direction is key-own-direction)" : "");
 }
 
 namespace {
@@ -151,10 +157,7 @@ torch::Tensor corrupt_reads(const torch::Tensor& reads, const CorruptionSpec& sp
     throw UsageError("structured junk comes from another sequence of the batch: it needs at least 2 sequences per batch");
   if ((spec.junk == JunkType::same_context || spec.junk == JunkType::same_context_earlier) && length < 2 && spec.dose > 0)
     throw UsageError("same-context junk comes from another position of the sequence: it needs at least 2 positions");
-  if (spec.junk == JunkType::own_direction && !gate_direction.defined())
-    throw UsageError("own-direction junk needs a projection gate (projgate, combo2 or ZERO+projgate)");
-  if (spec.junk == JunkType::key_own_direction && !gate_direction.defined())
-    throw UsageError("key-own-direction junk needs a key gate (keygate or ZERO+keygate)");
+  if (along_gate_direction(spec.junk) && !gate_direction.defined()) throw UsageError(needs_gate(spec.junk));
   const auto math = reads.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   if (length < 1) {
     if (corrupted) *corrupted = torch::zeros({b, h, t}, reads.options().dtype(torch::kBool));

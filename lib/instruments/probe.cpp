@@ -329,24 +329,27 @@ void sink_rows(const ProbeRun& run, const Telemetry& telemetry) {
   std::vector<std::string> names{"position0_mass"};
   if (run.zero_option) names.push_back(zero_option_statistic(run.arm));
   names.insert(names.end(), {"sink_mass", "r0_ratio"});
-  // The output gate's abstention: its mean value and the share of query rows it closes.
+  std::vector<bool> median(names.size(), false);
+  median.back() = true;  // r0_ratio: the median over heads, as sg-survey
+  // The output gate's abstention: its mean value and the share of query rows it closes, per head.
   const bool output_gate = run.arm.has_output_gate();
-  if (output_gate) names.insert(names.end(), {"output_gate_mean", "output_gate_closed"});
+  torch::Tensor gate_mean, gate_closed;  // (L * H), layer-major as incidence_heads
+  if (output_gate) {
+    names.insert(names.end(), {"output_gate_mean", "output_gate_closed"});
+    median.insert(median.end(), {false, false});
+    gate_mean = (telemetry.output_gate_sum / telemetry.output_gate_rows).reshape({-1});
+    gate_closed = (telemetry.output_gate_closed / telemetry.output_gate_rows).reshape({-1});
+  }
   std::vector<std::vector<double>> values;
   for (size_t i = 0; i < telemetry.incidence_heads.size(); ++i) {
     const auto& h = telemetry.incidence_heads[i];
     std::vector<double> v{h.position0_mass};
     if (run.zero_option) v.push_back(h.zero_option_mass);
     v.insert(v.end(), {h.sink_mass, h.r0_ratio});
-    if (output_gate) {
-      const double rows = telemetry.output_gate_rows.view({-1})[static_cast<int64_t>(i)].item<double>();
-      v.push_back(telemetry.output_gate_sum.view({-1})[static_cast<int64_t>(i)].item<double>() / rows);
-      v.push_back(telemetry.output_gate_closed.view({-1})[static_cast<int64_t>(i)].item<double>() / rows);
-    }
+    if (output_gate)
+      v.insert(v.end(), {gate_mean[static_cast<int64_t>(i)].item<double>(), gate_closed[static_cast<int64_t>(i)].item<double>()});
     values.push_back(v);
   }
-  std::vector<bool> median(names.size(), false);
-  median[output_gate ? names.size() - 3 : names.size() - 1] = true;  // r0_ratio: the median over heads, as sg-survey
   add_head_rows(run.result.rows, Probe::sinks, run.layers, run.heads, names, values, median);
 }
 

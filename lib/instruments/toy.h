@@ -167,7 +167,7 @@ class ToyModelImpl : public torch::nn::Module {
                         int64_t block, std::vector<AttentionTelemetry>* telemetry = nullptr);
 
   const ToyArm& arm() const { return arm_; }
-  ArmParameters arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b}; }
+  ArmParameters arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, /*out_gate=*/{}}; }
 
   torch::Tensor query;         // (S, d)
   torch::Tensor key;           // (S, d, d) W_k

@@ -1000,6 +1000,21 @@ void verify_checksum(const Dataset& dataset, uint32_t expected, uint32_t compute
                        "), " + text + "): its data changed after it was written (a lost or damaged write)",
                    "the file is damaged; write it again with the tool that made it");
 }
+/// How a chunk-table lookup reports a failure: fail_input when reading, fail_output when appending.
+using Failure = void (*)(const std::string& file, const std::string& what);
+
+/// The chunk length of `dataset` when it has a chunk table (`<path>_chunk_crc32c`), else 0.
+int64_t chunk_table_length(const Dataset& dataset, Failure fail) {
+  const std::string name = dataset.path() + kChunkTableSuffix;
+  const htri_t found = H5Lexists(dataset.id(), name.c_str(), link_access());
+  if (found < 0) fail(dataset.file(), "cannot look up " + name);
+  if (found <= 0) return 0;  // none: written before sinkgate kept chunk tables
+  Id dcpl(H5Dget_create_plist(dataset.id()), H5Pclose);
+  hsize_t chunk[1] = {0};
+  if (!dcpl.ok() || H5Pget_chunk(dcpl, 1, chunk) != 1 || chunk[0] == 0)
+    fail(dataset.file(), "cannot read the chunk shape of " + dataset.path());
+  return static_cast<int64_t>(chunk[0]);
+}
 }  // namespace
 
 /// A dataset's chunk table as read: `crc[i]` the CRC32C of chunk i (`chunk` elements each, of a
@@ -1039,29 +1054,24 @@ Dataset::ChunkTable& Dataset::chunk_table() const {
         max_dims[0] != H5S_UNLIMITED)
       return *table;
   }
+  const int64_t chunk = chunk_table_length(*this, fail_input);
+  if (chunk == 0) return *table;
   const std::string name = path_ + kChunkTableSuffix;
-  const htri_t found = H5Lexists(id_, name.c_str(), link_access());
-  if (found < 0) fail_input(file_, "cannot look up " + name);
-  if (found == 0) return *table;  // written before sinkgate kept chunk tables
-  Id dcpl(H5Dget_create_plist(id_), H5Pclose);
-  hsize_t chunk[1] = {0};
-  if (!dcpl.ok() || H5Pget_chunk(dcpl, 1, chunk) != 1 || chunk[0] == 0)
-    fail_input(file_, "cannot read the chunk shape of " + path_);
   const hid_t table_id = H5Dopen2(id_, name.c_str(), dataset_access());
   if (table_id < 0) fail_input(file_, "cannot open " + name + " (the chunk table of " + path_ + ")");
   const Dataset stored(table_id, file_, name);
   const auto shape = stored.shape();
-  const int64_t chunks = (elements + static_cast<int64_t>(chunk[0]) - 1) / static_cast<int64_t>(chunk[0]);
+  const int64_t chunks = (elements + chunk - 1) / chunk;
   if (shape.size() != 1 || shape[0] != chunks)
     throw InputError(file_ + ": " + name + " has " + (shape.size() == 1 ? std::to_string(shape[0]) : std::string("not")) +
                          " 1-D entries, but " + path_ + " has " + std::to_string(chunks) + " chunks of " +
-                         std::to_string(chunk[0]) + " elements: the file is damaged",
+                         std::to_string(chunk) + " elements: the file is damaged",
                      "the file is damaged; write it again with the tool that made it");
   const auto values = stored.read_ints();
   for (const int64_t value : values)
     if (value < 0 || value > int64_t{0xFFFFFFFF})
       throw InputError(file_ + ": " + name + " holds " + std::to_string(value) + ", not a CRC32C: the file is damaged");
-  table->chunk = static_cast<int64_t>(chunk[0]);
+  table->chunk = chunk;
   table->crc.assign(values.begin(), values.end());
   table->verified.assign(values.size(), false);
   table->present = true;
@@ -1196,15 +1206,9 @@ namespace {
 /// continued, each chunk begun gets its own.
 void append_chunk_checksums(const Dataset& dataset, int64_t before, const unsigned char* bytes, int64_t count,
                             size_t size) {
+  const int64_t chunk = chunk_table_length(dataset, fail_output);
+  if (chunk == 0) return;
   const std::string name = dataset.path() + kChunkTableSuffix;
-  const htri_t found = H5Lexists(dataset.id(), name.c_str(), link_access());
-  if (found < 0) fail_output(dataset.file(), "cannot look up " + name);
-  if (found == 0) return;
-  Id dcpl(H5Dget_create_plist(dataset.id()), H5Pclose);
-  hsize_t chunk_dims[1] = {0};
-  if (!dcpl.ok() || H5Pget_chunk(dcpl, 1, chunk_dims) != 1 || chunk_dims[0] == 0)
-    fail_output(dataset.file(), "cannot read the chunk shape of " + dataset.path());
-  const auto chunk = static_cast<int64_t>(chunk_dims[0]);
   Id table(H5Dopen2(dataset.id(), name.c_str(), dataset_access()), H5Dclose);
   if (!table.ok()) fail_output(dataset.file(), "cannot open " + name);
   const int64_t first = before / chunk;

@@ -233,7 +233,7 @@ torch::Tensor output_gate_values(const torch::Tensor& x, const Arm& arm, const A
   return torch::sigmoid(logits).view({batch, length, heads, width / heads}).permute({0, 2, 1, 3});
 }
 
-torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_in, const torch::Tensor& v_in,
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const torch::Tensor& v_given,
                      const ArmParameters& params, const AttendOptions& options) {
   const int64_t batch = q.size(0), h = q.size(1), length = q.size(2), d = q.size(3);
   const Arm& arm = options.arm;
@@ -242,7 +242,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_in, const to
   KVCache* cache = options.cache;
   const auto math = math_type(q);
 
-  auto v = v_in, k = k_in;
+  auto v = v_given, k = k_given;
   if (hooks && hooks->corrupt) v = hooks->corrupt(v, options.layer);
   if (hooks && hooks->corrupt_keys) k = hooks->corrupt_keys(k, options.layer);
   const auto gate_logit = gate_logits(k, v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
@@ -337,7 +337,6 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_in, const to
     record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
     record.gates = gates.defined() ? gates.detach() : torch::Tensor();
     record.reads = v.detach().to(math);
-    record.keys = keys.detach().to(math);
     record.output_gates = out_gates.defined() ? out_gates.detach() : torch::Tensor();
     hooks->telemetry(options.layer, record);
   }

@@ -154,7 +154,7 @@ bool ignorable_tensor(const std::string& name, const PretrainedConfig& config, c
   const std::string head = gpt2 ? "lm_head.weight" : "embed_out.weight";
   if (name == head)
     return config.tie_word_embeddings && folder.entry(name).shape == std::vector<int64_t>{config.vocab_size, config.n_embd};
-  for (const std::string prefix : gpt2 ? std::vector<std::string>{"transformer.h.", "h."}
+  for (const std::string& prefix : gpt2 ? std::vector<std::string>{"transformer.h.", "h."}
                                        : std::vector<std::string>{"gpt_neox.layers.", "layers."}) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     const auto dot = name.find('.', prefix.size());

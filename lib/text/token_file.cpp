@@ -16,6 +16,17 @@ int64_t resident_limit() {
   return int64_t{1} << 31;  // 8 GiB as int32
 }
 
+/// Throws InputError naming the file, the split and the position of the first id in [first, last)
+/// outside [0, vocab_size); `offset` is first's position in the split.
+template <typename It>
+void check_ids(It first, It last, int64_t vocab_size, const std::string& path, Split split, int64_t offset) {
+  const auto bad = std::find_if(first, last, [vocab_size](auto id) { return id < 0 || id >= vocab_size; });
+  if (bad == last) return;
+  throw InputError(path + ": token id " + std::to_string(*bad) + " at " + to_string(split) + " position " +
+                   std::to_string(offset + (bad - first)) + " is outside [0, vocab_size = " + std::to_string(vocab_size) +
+                   ")");
+}
+
 TokenFileInfo read_attributes(const h5::File& file, const std::string& path) {
   h5::check_format(file, kTokenFormat, kTokenSchemaVersion);
   TokenFileInfo info;
@@ -78,9 +89,7 @@ TokenFile TokenFile::open(const std::string& path) {
       all.resize(static_cast<size_t>(shape[0]));
       dataset.read_array(h5::Dtype::int32, all.data());
       state.is_resident[static_cast<int>(split)] = true;
-      const auto [low, high] = std::minmax_element(all.begin(), all.end());
-      if (!all.empty() && (*low < 0 || *high >= info.vocab_size))
-        throw InputError(path + ": token ids outside [0, vocab_size = " + std::to_string(info.vocab_size) + ")");
+      check_ids(all.begin(), all.end(), info.vocab_size, path, split, 0);
     }
   }
   return tokens;
@@ -98,11 +107,7 @@ void TokenFile::read(Split split, int64_t offset, int64_t count, int64_t* out) c
   // A window read from the file: its chunks are checked against the chunk table (lib/io/h5), and
   // its ids against the vocabulary here, as a resident split's are when it is loaded.
   state_->datasets[index].read_slice(offset, count, h5::Dtype::int64, out);
-  for (int64_t i = 0; i < count; ++i)
-    if (out[i] < 0 || out[i] >= info_.vocab_size)
-      throw InputError(path_ + ": token id " + std::to_string(out[i]) + " at " + to_string(split) + " position " +
-                       std::to_string(offset + i) + " is outside [0, vocab_size = " + std::to_string(info_.vocab_size) +
-                       ")");
+  check_ids(out, out + count, info_.vocab_size, path_, split, offset);
 }
 
 std::vector<int64_t> TokenFile::read(Split split, int64_t offset, int64_t count) const {
