@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,7 +69,17 @@ std::string make_temporary(const std::string& stem) {
   return std::string(buffer.data());
 }
 
+void check_replaceable(const std::string& path) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISLNK(info.st_mode) || S_ISDIR(info.st_mode))
+    return;
+  throw OutputError(path + " is not a regular file (a device, FIFO or socket): an output replaces its file by a "
+                    "rename, which would replace " + path + " itself",
+                    "name a file; to discard an output, write it to stdout (-o -) and redirect that");
+}
+
 void move_into_place(const std::string& temporary, const std::string& path, bool force) {
+  check_replaceable(path);
   const int fd = ::open(temporary.c_str(), O_RDONLY);
   if (fd >= 0) {
     fsync(fd);

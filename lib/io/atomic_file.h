@@ -21,7 +21,13 @@ std::string temporary_for(const std::string& path);
 /// removed first. Throws OutputError.
 std::string make_temporary(const std::string& stem);
 
-/// Moves the finished file `temporary` to `path`: flushes it to the disk, then links it under the
+/// Throws OutputError when `path` exists and is not a regular file or a directory (a device such
+/// as /dev/null, a FIFO, a socket): an output replaces its file by a rename, which would replace
+/// the device itself. A missing path, a regular file and a symbolic link (replaced, not followed)
+/// pass; directories are the callers' to refuse.
+void check_replaceable(const std::string& path);
+
+/// Moves the finished file `temporary` to `path` (check_replaceable first): flushes it to the disk, then links it under the
 /// final name (without `force`: a file that appeared there meanwhile is never replaced) or renames
 /// it over (with `force`). Throws OutputError (an existing file without force, a failed rename);
 /// the temporary file is then left for the caller to remove.

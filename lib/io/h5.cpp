@@ -420,6 +420,7 @@ void check_writable(const std::string& path, bool force, const std::vector<std::
     return;
   }
   if (path.empty()) throw OutputError("empty output path");
+  check_replaceable(path);
   struct stat info {};
   if (stat(path.c_str(), &info) == 0) {
     if (S_ISDIR(info.st_mode)) throw OutputError(path + " is a directory", "name an output file");

@@ -69,3 +69,10 @@ set_tests_properties("cli: sg-tabulate picks the format from the output's extens
 add_test(NAME "cli: sg-tabulate on an empty pipe asks whether the previous command failed"
          COMMAND ${CMAKE_COMMAND} -DCMD=sh "-DARGS=-c;false | $<TARGET_FILE:sg-tabulate> -" -DEXPECT_CODE=3
                  "-DEXPECT_STDERR=did the previous command in the pipe fail?" -P ${SG_EXPECT})
+
+# An output that is a FIFO (or a device such as /dev/null) is refused, never renamed over: the
+# rename that puts an output in place would replace the device itself.
+sg_tabulate_test("refuses an output that is a FIFO and leaves it a FIFO"
+  "mkfifo out; for format in md h5; do if ${TABULATE} ${TABLE5} --format $format -o out --force 2> err; then echo \"exit 0\"; else echo \"exit $?\"; fi; \
+head -1 err; done; test -p out && echo 'still a FIFO'"
+  "exit 4\nsg-tabulate: error: out is not a regular file \\(a device, FIFO or socket\\)[^\n]*\nexit 4\n[^\n]*out is not a regular file[^\n]*\nstill a FIFO")
