@@ -3,19 +3,20 @@
 //
 // The folder holds config.json, generation_config.json, model.safetensors (GPT-2's names and
 // Conv1D layout: every weight (in, out), zero biases, the head tied to transformer.wte.weight),
-// the tokenizer's files (vocab.json, merges.txt, tokenizer.json, tokenizer_config.json) and a
+// the tokenizer's files (hf_vocabulary.h: vocab.json, merges.txt, tokenizer.json for a rank-file
+// vocabulary such as GPT-2's; a Hugging Face vocabulary's own files; tokenizer_config.json) and a
 // README.md model card. The baseline arm is a plain GPT-2 (model_type "gpt2", exact GELU "gelu",
 // no dropout): AutoModelForCausalLM loads it without trust_remote_code. Every other arm is
 // model_type "sinkgate" with an auto_map to configuration_sinkgate.py and modeling_sinkgate.py
-// (pipelines/hf/, compiled in and copied into the folder), loaded with trust_remote_code=True;
-// its config.json names the arm (arm, zero_option, filter, gate_beta) and its safetensors add the
-// arm's parameters under sinkgate's names (transformer.h.L.attn.sink_logit, gate_tau, gate_w,
-// gate_b; transformer.sink_token).
+// (pipelines/hf/, compiled in and copied into the folder), loaded with trust_remote_code=True.
+// The tensor names and config.json's arm fields are hf_layout.h's, the mapping that sinkgate
+// reads exports back with; config.json also records the run (its identity and configuration).
 //
 // The folder is written beside its final name (DIR.tmp.PID) and renamed into place when
 // complete; an existing non-empty DIR is replaced only with force.
 //
-// Not here: reading such folders back (pretrained.h reads the baseline's), the tokenizer itself.
+// Not here: reading such folders back (language_model.h, through hf_layout.h and pretrained.h),
+// the tokenizer itself.
 #pragma once
 #include <cstdint>
 #include <string>
