@@ -251,14 +251,18 @@ void check_export_folder(const std::string& folder_in, bool force) {
   if (access(parent.c_str(), W_OK) != 0) throw OutputError(parent + ": cannot be written");
 }
 
-std::string export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary) {
-  // Hook for the tokenizer identity that run files will record: until they do, GPT-2's is the only
-  // vocabulary a run can name, by its size (sg-eval and sg-sample assume it for run files too).
-  if (state.config.model.vocab_size != kGpt2VocabSize)
-    throw InputError(run_path + ": the run was trained on a vocabulary of " + std::to_string(state.config.model.vocab_size) +
-                         " ids, not GPT-2's 50257, and its file does not record which vocabulary it was",
-                     "an export needs the vocabulary's files; only runs on GPT-2's vocabulary can be exported today");
-  return vocabulary.empty() ? default_vocabulary_path() : vocabulary;
+Tokenizer export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary) {
+  const auto& model = state.config.model;
+  if (!state.tokenizer.known() && vocabulary.empty() && model.vocab_size != kGpt2VocabSize)
+    throw InputError(run_path + ": the run was trained on a vocabulary of " + std::to_string(model.vocab_size) +
+                         " ids, not GPT-2's 50257, and its file (from an older sinkgate) does not record which",
+                     "give that vocabulary's file: sg-export --vocab FILE");
+  auto tokenizer = tokenizer_for(state.tokenizer, run_path, vocabulary);
+  if (tokenizer.vocab_size() > model.vocab_size)
+    throw InputError(tokenizer.path() + ": has " + std::to_string(tokenizer.vocab_size()) + " ids, more than the " +
+                         std::to_string(model.vocab_size) + " of the model of " + run_path,
+                     "give the vocabulary the run was trained on (--vocab)");
+  return tokenizer;
 }
 
 ExportSummary export_run(const std::string& run_path, const std::string& folder_in, const ExportOptions& options) {
@@ -267,12 +271,8 @@ ExportSummary export_run(const std::string& run_path, const std::string& folder_
     throw UsageError("--dtype must be float32 or bfloat16, not '" + options.dtype + "'");
   check_export_folder(folder, options.force);
   const auto state = read_run_state(run_path);
-  const auto rank_file = export_vocabulary(state, run_path, options.vocabulary);
-  const auto vocabulary = hf_vocabulary_files(rank_file, state.config.model.block_size);
-  const auto tokenizer = Tokenizer::load(rank_file);
-  if (tokenizer.vocab_size() != state.config.model.vocab_size)
-    throw InputError(rank_file + ": has " + std::to_string(tokenizer.vocab_size()) + " ids, the run's model " +
-                     std::to_string(state.config.model.vocab_size), "give GPT-2's rank file (gpt2.tiktoken)");
+  const auto tokenizer = export_vocabulary(state, run_path, options.vocabulary);
+  const auto vocabulary = hf_vocabulary_files(tokenizer, state.config.model.block_size);
   if (!state.finished)
     log::warn(run_path + " is unfinished (step " + std::to_string(state.step) + " of " +
               std::to_string(state.config.train.iterations) + "): exported as it stands");
@@ -299,13 +299,13 @@ ExportSummary export_run(const std::string& run_path, const std::string& folder_
   write_file(in_folder("config.json"), hf_config(state, options.dtype, eot, options, run_path, run_sha256).dump(2) + "\n");
   ordered_json generation = {{"bos_token_id", eot}, {"eos_token_id", eot}};
   write_file(in_folder("generation_config.json"), generation.dump(2) + "\n");
-  write_file(in_folder("vocab.json"), vocabulary.vocab_json);
-  write_file(in_folder("merges.txt"), vocabulary.merges_txt);
-  write_file(in_folder("tokenizer.json"), vocabulary.tokenizer_json);
-  write_file(in_folder("tokenizer_config.json"), vocabulary.tokenizer_config_json);
+  summary.files = {"config.json", "generation_config.json", "model.safetensors"};
+  for (const auto& file : vocabulary) {
+    write_file(in_folder(file.name), file.bytes);
+    summary.files.push_back(file.name);
+  }
   write_file(in_folder("README.md"), model_card(state, folder, options.dtype, summary.parameters, options, run_path, run_sha256));
-  summary.files = {"config.json", "generation_config.json", "model.safetensors", "vocab.json", "merges.txt",
-                   "tokenizer.json", "tokenizer_config.json", "README.md"};
+  summary.files.push_back("README.md");
   if (summary.model_type == "sinkgate") {
     write_file(in_folder("configuration_sinkgate.py"), kHfConfigurationSource);
     write_file(in_folder("modeling_sinkgate.py"), kHfModelingSource);

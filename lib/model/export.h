@@ -24,6 +24,7 @@
 
 #include "lib/io/provenance.h"
 #include "lib/run/run_file.h"
+#include "lib/text/tokenizer.h"
 
 namespace sg {
 
@@ -31,7 +32,7 @@ namespace sg {
 struct ExportOptions {
   std::string dtype = "float32";  // the weights' dtype in model.safetensors: float32 or bfloat16
   bool force = false;             // replace an existing non-empty folder
-  std::string vocabulary;         // GPT-2's tiktoken rank file ("": default_vocabulary_path())
+  std::string vocabulary;         // the run's vocabulary file ("": the one it records; see export_vocabulary)
   Provenance provenance;          // tool, version, commit, command line: for the model card
 };
 
@@ -48,12 +49,13 @@ struct ExportSummary {
 /// non-empty folder unless force, its parent an existing writable folder. Throws OutputError.
 void check_export_folder(const std::string& folder, bool force);
 
-/// The tiktoken rank file of the run's vocabulary, for its tokenizer files. Today only runs on
-/// GPT-2's vocabulary (vocab_size 50257) can say which vocabulary they used: the rank file
-/// `vocabulary` ("" for default_vocabulary_path()). Throws InputError for any other run, naming it
-/// (its token ids mean nothing without their vocabulary). Runs that record their tokenizer will
-/// answer here.
-std::string export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary);
+/// The vocabulary of the run, for its tokenizer files: the one the run file records (embedded in
+/// it, or GPT-2's, read from default_vocabulary_path()), which `vocabulary` ("" for none) must be
+/// when given (tokenizer_for, lib/text/tokenizer_record.h); for a run of an older sinkgate, which
+/// records none, `vocabulary`, else GPT-2's default. Throws InputError naming what is missing: a
+/// recorded vocabulary file that cannot be read, an older run on another vocabulary than GPT-2's
+/// without `vocabulary`, a vocabulary of more ids than the model has.
+Tokenizer export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary);
 
 /// Writes the Hugging Face folder of the run file `run_path` at `folder` (see the file comment).
 /// An unfinished run is exported as it stands, with a warning (as sg-eval scores it). Throws
