@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,6 +22,7 @@
 #include "lib/model/model.h"
 #include "lib/model/pretrained.h"
 #include "lib/text/tokenizer.h"
+#include "lib/text/tokenizer_record.h"
 #include "tests/support.h"
 
 namespace {
@@ -176,6 +179,35 @@ TEST_CASE("export: the tokenizer files are the rank file's and give tiktoken's i
   const std::string text = "Héllo  world's 123 \n\t😀 naïve — ok";
   CHECK(sg::Tokenizer::load(scratch / "out/tokenizer.json").encode(text) == ranks.encode(text));
   CHECK(sg::Tokenizer::load(scratch / "out/vocab.json").encode(text) == ranks.encode(text));
+}
+
+TEST_CASE("export: a run on its own rank-file vocabulary exports files that give tiktoken's ids", "[export][reference]") {
+  // GPT-2's first 1,000 ranks are a rank file of their own (each token merges two lower ranks).
+  sg_test::Scratch scratch;
+  std::ifstream gpt2(SG_GPT2_VOCAB);
+  std::string line, ranks;
+  for (int i = 0; i < 1000 && std::getline(gpt2, line); ++i) ranks += line + "\n";
+  sg_test::write_bytes(scratch / "small.tiktoken", ranks);
+  sg_test::write_bytes(scratch / "reference.tiktoken", ranks);
+  const auto tokenizer = sg::Tokenizer::load(scratch / "small.tiktoken");
+  REQUIRE(tokenizer.identity().kind == "tiktoken");
+  sg::RunState state;
+  state.config = sg::make_run_config("tiny", "combo2", 0);
+  sg::apply_overrides(state.config, {"n_layer=1", "n_embd=16", "n_head=2", "block_size=8", "vocab_size=1001"});
+  state.tokenizer = sg::TokenizerRecord::of(tokenizer);  // embedded, as sg-train records it
+  auto model = sg::build_model(state.config.model, 1);
+  sg::save_run(scratch / "run.h5", true, *model, nullptr, state, sg::Provenance{});
+  REQUIRE(std::remove((scratch / "small.tiktoken").c_str()) == 0);  // the run file's copy alone
+  auto own = options();
+  own.vocabulary = "";
+  const auto summary = sg::export_run(scratch / "run.h5", scratch / "out", own);
+  CHECK(std::find(summary.files.begin(), summary.files.end(), "merges.txt") != summary.files.end());
+  CHECK_THAT(reference("tokenizer " + sg_test::shell_quote(scratch / "reference.tiktoken") + " " +
+                       sg_test::shell_quote(scratch / "out")),
+             Catch::Contains("tokenizer: ok"));
+  // Another vocabulary than the recorded one is refused, naming both.
+  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "other", options()),
+                    Catch::Contains("run.h5") && Catch::Contains(SG_GPT2_VOCAB));
 }
 
 TEST_CASE("export: model.safetensors holds GPT-2's names in Conv1D layout, and sinkgate reads the baseline back",
