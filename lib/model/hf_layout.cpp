@@ -166,9 +166,18 @@ std::optional<ExportedRun> read_exported_run(const std::string& path) {
   exported.sinkgate = sinkgate;
   auto& state = exported.state;
   auto& config = state.config;
-  // The run's configuration as recorded, then the model's as config.json computes it.
+  // The run's configuration as recorded (folders of the first sg-export lack "config": the tier's
+  // preset then, where the tier is known), then the model's as config.json computes it.
   const json run = recorded ? object["sinkgate"] : json::object();
-  if (run.contains("config")) {
+  const bool configured = run.contains("config");
+  if (!configured) {
+    try {
+      config = make_run_config(field<std::string>(run, "tier", config.tier, path), "baseline", 0);
+    } catch (const UsageError&) {
+      // an unknown tier: the defaults
+    }
+  }
+  if (configured) {
     if (!run["config"].is_object()) throw InputError(path + ": sinkgate.config is not an object");
     for (const auto& [key, value] : run["config"].items()) {
       if (!value.is_string()) throw InputError(path + ": sinkgate.config." + key + " must be a string, not " + json_excerpt(value));
@@ -181,7 +190,7 @@ std::optional<ExportedRun> read_exported_run(const std::string& path) {
   }
   config.tier = field<std::string>(run, "tier", config.tier, path);
   config.seed = field<int64_t>(run, "seed", config.seed, path);
-  config.train.iterations = field<int64_t>(run, "iterations", config.train.iterations, path);
+  if (!configured) config.train.iterations = field<int64_t>(run, "iterations", config.train.iterations, path);
   config.train.final_eval_batches = field<int64_t>(run, "final_eval_batches", config.train.final_eval_batches, path);
   state.step = field<int64_t>(run, "step", 0, path);
   state.finished = field<bool>(run, "finished", false, path);
@@ -216,7 +225,7 @@ std::optional<ExportedRun> read_exported_run(const std::string& path) {
                      ": only the baseline arm is a plain GPT-2", kSameModel);
   try {
     model.validate();
-    config.train.validate();
+    if (configured) config.train.validate();
   } catch (const UsageError& error) {
     throw InputError(path + ": " + error.what(), error.hint());
   }

@@ -4,6 +4,7 @@
 // equal an independent conversion of the rank file and give tiktoken's ids; the folder's layout,
 // and the refusals (a file for DIR, a non-empty DIR, another vocabulary) leave nothing behind.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -334,5 +335,15 @@ TEST_CASE("export: sinkgate reads an arm's folder back as the run's model", "[ex
       auto read = folder.run_model().named_parameters();
       for (const auto& item : model->named_parameters()) CHECK(torch::equal(read[item.key()], item.value()));
     }
+    // A folder of the first sg-export, without the run's configuration: still the run's arm and
+    // model, with the tier's training settings.
+    const auto config_path = scratch / (arm + "/config.json");
+    auto edited = nlohmann::json::parse(sg_test::slurp(config_path));
+    edited["sinkgate"].erase("config");
+    sg_test::write_bytes(config_path, edited.dump(2));
+    const auto older = sg::LanguageModel::load(scratch / arm, torch::kCPU);
+    CHECK(older.run_state().config.model.arm == state.config.model.arm);
+    CHECK(older.run_state().config.train.final_eval_batches == state.config.train.final_eval_batches);
+    CHECK((older.head(older.hidden(ids)) - expected).abs().max().item<double>() <= 1e-5);
   }
 }
