@@ -1,7 +1,8 @@
 // sg-eval — validation loss and the zero-shot tasks of Section 4.1 (Tables 10, 11) for run files
 // and pretrained checkpoints.
 //
-// Inputs: run files (sg-train) and/or Hugging Face GPT-2 / GPT-NeoX (Pythia) folders; for the
+// Inputs: run files (sg-train) and/or Hugging Face folders: GPT-2, GPT-NeoX (Pythia), and sg-export's
+// folders of any arm (scored as the run they came from: its validation batches); for the
 // task `val` the token file; for the zero-shot tasks their data files (docs/data.md, "Zero-shot task data":
 // LAMBADA lambada_test.jsonl, HellaSwag hellaswag_val.jsonl, WikiText-2 wiki.test.raw). Tasks
 // (--task, comma-separated): val (the default), lambada, hellaswag, wikitext, scored as
@@ -10,7 +11,7 @@
 // only, the wide table of Tables 1, 2, 5: one row per run, keys tier, arm, seed, run; values
 // val_loss (nats, mean over final_eval_batches fixed batches drawn by the evaluation seed: the
 // same tokens for every arm and seed), tokens, steps. Otherwise the long table: keys tier, arm,
-// seed ("pretrained", the folder's name, -1 for a checkpoint), task, metric, bin; values model,
+// seed ("pretrained", the folder's name, -1 for a checkpoint; an export's run's own), task, metric, bin; values model,
 // family, value, n.
 // --examples FILE also writes every example's log-likelihood (lm-eval's --log_samples).
 //
@@ -138,16 +139,19 @@ struct TaskData {
   std::vector<sg::HellaSwagItem> items;
 };
 
-/// The val task of one model: a run file's own final validation batches (what the wide table
-/// gives), or for a checkpoint folder windows of its context.
+/// The val task of one model: a run's own final validation batches (what the wide table gives),
+/// also for its export (a baseline's, read as GPT-2, on the same windows), or for another
+/// checkpoint folder windows of its context.
 sg::Metric val_metric(const Options& options, const sg::LanguageModel& model, const torch::Device& device) {
   const auto tokens = sg::TokenFile::open(options.tokens);
   sg::Metric metric{"val", "loss", "all", 0.0, 0};
-  if (!model.pretrained()) {
-    const auto& state = model.run_state();
-    const int64_t batches = options.batches > 0 ? options.batches : state.config.train.final_eval_batches;
-    metric.value = sg::validation_loss(model.run_model(), tokens, state.config, batches, device);
-    metric.n = batches * state.config.train.batch() * state.config.model.block_size;
+  if (model.has_run()) {
+    const auto& config = model.run_state().config;
+    const int64_t batches = options.batches > 0 ? options.batches : config.train.final_eval_batches;
+    metric.value = model.pretrained() ? sg::window_loss(model, tokens, config.model.block_size, batches * config.train.batch(),
+                                                        config.train.eval_seed, config.train.micro_batch)
+                                      : sg::validation_loss(model.run_model(), tokens, config, batches, device);
+    metric.n = batches * config.train.batch() * config.model.block_size;
   } else {
     const int64_t context = options.context > 0 ? options.context : std::min<int64_t>(model.context_length(), 1024);
     const int64_t sequences = (options.batches > 0 ? options.batches : 64) * 8;
@@ -196,8 +200,8 @@ void run_tasks(const Options& options, const std::vector<std::string>& tasks, co
   for (size_t m = 0; m < options.models.size(); ++m) {
     const auto& path = options.models[m];
     const auto model = sg::LanguageModel::load(path, device, options.vocab);
-    const auto keys = model.pretrained() ? std::vector<std::pair<std::string, std::string>>{{"run", path}}
-                                         : sg::run_keys(path, model.run_state());
+    const auto keys = model.has_run() ? sg::run_keys(path, model.run_state())
+                                      : std::vector<std::pair<std::string, std::string>>{{"run", path}};
     const std::string where = "[" + std::to_string(m + 1) + "/" + std::to_string(options.models.size()) + " " + model.name() + "]";
     std::vector<sg::Metric> metrics;
     const auto add = [&](sg::TaskResult result) {
@@ -285,8 +289,9 @@ int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-eval",
                          "Validation loss and zero-shot tasks (LAMBADA, HellaSwag, WikiText-2, as lm-evaluation-harness "
-                         "scores them) of run files and Hugging Face GPT-2/Pythia folders; writes a result table.");
-  parser.option("models", options.models, "run files from sg-train and/or Hugging Face checkpoint folders", /*required=*/true);
+                         "scores them) of run files, their sg-export folders and Hugging Face GPT-2/Pythia folders; "
+                         "writes a result table.");
+  parser.option("models", options.models, "run files from sg-train and/or Hugging Face checkpoint folders (sg-export's too)", /*required=*/true);
   parser.option("--task", options.tasks, "comma-separated: val, lambada, hellaswag, wikitext");
   parser.option("--tokens", options.tokens, "val: the token file (the one the runs were trained on)");
   parser.option("--batches", options.batches,

@@ -2,11 +2,13 @@
 //
 // Input: one sg-train run file (any arm; an unfinished run is exported as it stands, with a
 // warning). Output: the folder -o DIR (lib/model/export.h): config.json, generation_config.json,
-// model.safetensors (GPT-2's Conv1D layout), the GPT-2 tokenizer's files (vocab.json, merges.txt,
-// tokenizer.json, tokenizer_config.json) and a README.md model card; for every arm but the baseline
+// model.safetensors (GPT-2's Conv1D layout), the run's tokenizer files (the vocabulary it records:
+// vocab.json, merges.txt, tokenizer.json, tokenizer_config.json for GPT-2's) and a README.md model
+// card; for every arm but the baseline
 // also configuration_sinkgate.py and modeling_sinkgate.py (load with trust_remote_code=True). The
 // folder appears whole or not at all; an existing non-empty DIR is replaced only with --force.
-// A summary (model type, parameters, size) on stderr.
+// A summary (model type, parameters, size) on stderr. sg-eval, sg-sample and sg-survey read the
+// folder back as the run (lib/model/hf_layout.h).
 //
 // Examples:
 //   sg-export results/paper/runs/124M/combo2/0.h5 -o exports/124M-combo2-0
@@ -56,14 +58,15 @@ int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-export",
                          "Writes a run file as a Hugging Face folder: a plain GPT-2 for the baseline, GPT-2 with the "
-                         "arm's attention code for every other arm (trust_remote_code=True), the GPT-2 tokenizer and a "
+                         "arm's attention code for every other arm (trust_remote_code=True), the run's tokenizer and a "
                          "model card. transformers and lm-evaluation-harness load it as it is.");
   parser.option("run", options.run, "the sg-train run file to export", /*required=*/true);
   parser.option("--dtype", options.dtype, "the weights' dtype in model.safetensors");
   parser.choices({"float32", "bfloat16"});
-  parser.option("--vocab", options.vocab, "GPT-2's tiktoken rank file (default: the one setup.sh installs)");
+  parser.option("--vocab", options.vocab,
+                "the run's vocabulary (default: the one the run records; GPT-2's for runs of older versions)");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kThreads | sg::cli::kLogLevel);
   parser.footer("The folder is written beside DIR (DIR.tmp.PID) and renamed into place when complete. "
-                "Runs on a vocabulary other than GPT-2's are refused: their files do not record it yet.");
+                "sg-eval, sg-sample and sg-survey read it back as the run.");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });
 }

@@ -1,6 +1,6 @@
 // sg-sample — text generation from a run file or a Hugging Face GPT-2/Pythia folder.
 //
-// Input: one model (an sg-train run file, any arm, or a checkpoint folder) and a prompt: --prompt
+// Input: one model (an sg-train run file, any arm, its sg-export folder, or a checkpoint folder) and a prompt: --prompt
 // TEXT, --prompt-file FILE ('-': stdin), or stdin when neither is given; an empty prompt starts
 // from the end-of-text token. Output: the generated text on stdout, each token written as soon as
 // it is decoded (with --echo, the prompt first); a summary (tokens, tokens/s) on stderr.
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   sg::cli::Parser parser("sg-sample",
                          "Generates text from a run file or a Hugging Face GPT-2/Pythia folder (key-value cache; greedy, "
                          "temperature, top-k, top-p); streams it to stdout.");
-  parser.option("model", options.model, "an sg-train run file or a Hugging Face checkpoint folder", /*required=*/true);
+  parser.option("model", options.model, "an sg-train run file, its sg-export folder or a Hugging Face checkpoint folder", /*required=*/true);
   parser.option("--prompt", options.prompt, "the prompt text (default: --prompt-file, else stdin)");
   parser.option("--prompt-file", options.prompt_file, "read the prompt from this file ('-': stdin)");
   parser.option("-n,--max-tokens", options.sampling.max_tokens, "tokens to generate at most");

@@ -1,9 +1,10 @@
 // sg-survey — sinks and norm-blind routing in trained models (paper App. F, Table 12, Figure 4).
 //
 // Inputs: checkpoints — Hugging Face folders of GPT-2 or GPT-NeoX/Pythia models (config.json,
-// model.safetensors or shards, and the tokenizer files), or sg-train run files (any arm) — and a
-// text file (the paper: WikiText-2 validation, raw). Each checkpoint tokenises the text with its
-// own tokenizer (a run file: the GPT-2 vocabulary, or --vocab): the file is read as bytes and
+// model.safetensors or shards, and the tokenizer files), sg-train run files (any arm) or their
+// sg-export folders (any arm, read as the run's model) — and a text file (the paper: WikiText-2
+// validation, raw). Each checkpoint tokenises the text with its own tokenizer (a run file: the one
+// it records; or --vocab): the file is read as bytes and
 // encoded as one stream, with no normalisation, no end-of-text or BOS tokens and no regard for
 // document or line boundaries; the first --blocks consecutive, non-overlapping chunks of
 // --block-length tokens are the blocks, one forward pass each (--batch-size blocks at a time).
@@ -102,10 +103,11 @@ int main(int argc, char** argv) {
                          "Sink mass and norm-blind routing per attention head (App. F, Table 12) of Hugging Face "
                          "GPT-2/Pythia checkpoints or sg-train run files; writes a result table.");
   parser.option("checkpoints", options.checkpoints,
-                "Hugging Face checkpoint folders (GPT-2, GPT-NeoX/Pythia) or sg-train run files", /*required=*/true);
+                "Hugging Face checkpoint folders (GPT-2, GPT-NeoX/Pythia), sg-train run files or their sg-export folders",
+                /*required=*/true);
   parser.option("--text", options.text, "text file to measure on (the paper: WikiText-2 validation, raw)", /*required=*/true);
   parser.option("--vocab", options.vocab,
-                "vocabulary for every checkpoint (default: the folder's own tokenizer; the GPT-2 one for run files)");
+                "vocabulary for every checkpoint (default: the folder's own tokenizer; the one a run file records)");
   parser.option("--name", options.name, "model name in the table (one checkpoint only; default: the folder's base name, or a run's tier/arm/seed)");
   parser.option("--blocks", options.blocks, "number of blocks (consecutive chunks of the tokenised text)");
   parser.option("--block-length", options.block_length, "tokens per block");

@@ -12,7 +12,7 @@ Commands:
                             a baseline loads as GPT2LMHeadModel without trust_remote_code, an arm
                             without it fails with transformers' own message.
   tokenizer VOCAB DIR       DIR's vocab.json and merges.txt against tokenizer_reference.py's conversion of
-                            the rank file VOCAB; AutoTokenizer (tokenizer.json) and GPT2Tokenizer (vocab.json
+                            the rank file VOCAB (GPT-2's or another); AutoTokenizer (tokenizer.json) and GPT2Tokenizer (vocab.json
                             + merges.txt alone) against tiktoken on text of every byte class. Prints "tokenizer: ok".
   run DIR TOKENS EVAL SAMPLE PROMPT N
                             a trained run's export: the loss on sg-eval's validation batches (the run's
@@ -135,7 +135,7 @@ def check_tokenizer(vocab_path, folder):
                 ids = tokenizer(text, add_special_tokens=False)["input_ids"]
                 assert ids == expected, f"{name}: {text[:40]!r}: {ids[:12]} != tiktoken {expected[:12]}"
                 assert tokenizer.decode(ids) == text, f"{name}: decode({text[:40]!r})"
-    assert fast.eos_token == ENDOFTEXT and fast.eos_token_id == 50256
+    assert fast.eos_token == ENDOFTEXT and fast.eos_token_id == vocab[ENDOFTEXT]
     print("tokenizer: ok")
 
 

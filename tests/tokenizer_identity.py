@@ -15,7 +15,10 @@ the independent reference; then, with the real executables:
   5. sg-eval's LAMBADA encodes with it (token counts as the reference's) and refuses another;
      sg-probe's gate-token report decodes each id as the reference does;
   6. /dev/zero, a FIFO and a folder as a vocabulary are refused at once, naming the file;
-  7. files of older versions (no /tokenizer group) keep today's behaviour: GPT-2's vocabulary.
+  7. files of older versions (no /tokenizer group) keep today's behaviour: GPT-2's vocabulary;
+  8. sg-export writes the run's own vocabulary (the embedded file): transformers' AutoTokenizer on
+     the folder gives sg-tokenize's ids on a sample text, and sg-sample on the folder gives the
+     run's text.
 Prints "tokenizer identity: ok" and exits 0, or fails with the first difference.
 """
 import hashlib
@@ -203,4 +206,28 @@ with h5py.File("old-run2.h5", "a") as f:
 # Today's behaviour: GPT-2's vocabulary, whose 50,257 ids do not fit this run's vocabulary.
 _, err = tool("sg-sample", "old-run2.h5", *sample, code=3)
 check("50257 token ids" in err, "an old run is not decoded with GPT-2's vocabulary: " + err)
+
+# 8. sg-export writes the run's own vocabulary, from the run file alone (the file is still away).
+from transformers import AutoTokenizer  # noqa: E402  (only this step needs transformers)
+
+tool("sg-export", "run.h5", "-o", "export", "--threads", "1", "--log-level", "error")
+exported = sorted(os.listdir("export"))
+check("tokenizer.json" in exported and "tokenizer_config.json" in exported, f"the export's files: {exported}")
+with open("export/tokenizer.json", "rb") as f, open("moved-away.json", "rb") as v:
+    check(f.read() == v.read(), "the export's tokenizer.json is not the run's vocabulary file")
+hf = AutoTokenizer.from_pretrained("export")
+check(hf.eos_token_id == eot, f"AutoTokenizer's end-of-text id {hf.eos_token_id}, the vocabulary's {eot}")
+sample_text = documents[1] + "\n\n  Numbers 12 345, and  spaces   here: kings' gardens!\n"
+os.makedirs("sample")
+with open("sample/0.txt", "w") as f:
+    f.write(sample_text)
+tool("sg-tokenize", "sample", "--vocab", "moved-away.json", "--val-tokens", "1", "-o", "sample.h5", "--threads", "1",
+     "--log-level", "error")
+with h5py.File("sample.h5", "r") as f:
+    stream = [int(t) for t in list(f["tokens/val"][()]) + list(f["tokens/train"][()])]
+ids = hf(sample_text, add_special_tokens=False)["input_ids"]
+check(stream == ids + [eot], f"AutoTokenizer on the export: {ids[:12]}…, sg-tokenize: {stream[:12]}…")
+check(hf.decode(ids) == sample_text, "AutoTokenizer on the export does not decode its ids back to the text")
+out_export, _ = tool("sg-sample", "export", *sample)
+check(out_export == out, f"sg-sample on the export: {out_export!r}, on the run: {out!r}")
 print("tokenizer identity: ok")

@@ -47,10 +47,11 @@ ENDOFTEXT = "<|endoftext|>"
 
 
 def gpt2_encoding(vocab_path):
-    """tiktoken's gpt2 encoding, built offline from the rank file."""
+    """tiktoken's gpt2 encoding, built offline from the rank file (any rank file with GPT-2's
+    pattern: <|endoftext|> follows the ranks, 50256 for GPT-2's)."""
     ranks = load_tiktoken_bpe(vocab_path)
     return tiktoken.Encoding(name="gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={ENDOFTEXT: 50256})
+                             special_tokens={ENDOFTEXT: max(ranks.values()) + 1})
 
 
 def read_text(path):

@@ -57,6 +57,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM
 from transformers.utils import logging as hf_logging
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tokenizer_reference import bytes_to_unicode  # noqa: E402  GPT-2's byte-to-character table
+
 hf_logging.set_verbosity_error()
 hf_logging.disable_progress_bar()
 
@@ -284,21 +287,7 @@ def training_text(lambada, hellaswag, wiki):
 # ---------------------------------------------------------------------------------------------------------
 # Vocabularies
 
-def byte_alphabet():
-    """GPT-2's map of the 256 bytes to printable characters (openai/gpt-2 encoder.py bytes_to_unicode):
-    the printable Latin-1 bytes stand for themselves, the others take code points 256, 257, ... in order."""
-    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
-    table, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
-
-
-CHAR_TO_BYTE = {c: b for b, c in byte_alphabet().items()}
+CHAR_TO_BYTE = {c: b for b, c in bytes_to_unicode().items()}
 
 
 def token_bytes(tokenizer, token_id):

@@ -309,46 +309,39 @@ void append_survey(ResultTable& table, const SurveyedModel& model, const std::ve
 void survey_checkpoint(const std::string& path, const std::string& text, const SurveyRun& run, ResultTable& table) {
   run.statistics.validate();
   const auto started = std::chrono::steady_clock::now();
-  const bool folder = is_pretrained_folder(path);
-  std::string name = run.name;
-  if (name.empty() && folder) name = default_model_name(path);
-  if (name.empty()) {
-    const auto state = read_run_state(path);
-    name = state.config.tier + "/" + state.config.model.arm.name() + "/" + std::to_string(state.config.seed);
-  }
-  const std::string vocabulary = !run.tokenizer.empty() ? run.tokenizer : folder ? path : default_vocabulary_path();
-  const auto tokenizer = Tokenizer::load(vocabulary);
-  const auto ids = encode_prefix(tokenizer, text, run.blocks * run.block_length);
+  const auto model = LanguageModel::load(path, parse_device(run.device), run.tokenizer);
+  const std::string name = run.name.empty() ? model.name() : run.name;
+  const auto& vocabulary = model.vocabulary();
+  const auto ids = encode_prefix(model.tokenizer(), text, run.blocks * run.block_length);
   const auto blocks = token_blocks(ids, run.blocks, run.block_length, run.text_source + " (tokenised with " + vocabulary + ")");
-  const auto device = parse_device(run.device);
   SurveyedModel info;
   info.name = name;
   std::vector<HeadIncidence> heads;
-  if (folder) {
-    const auto model = PretrainedModel::load(path, device);
-    const auto& c = model.config();
+  if (model.pretrained()) {
+    const auto& pretrained = model.pretrained_model();
+    const auto& c = pretrained.config();
     check_vocabulary(blocks, c.vocab_size, vocabulary, "use the checkpoint's own tokenizer");
     info.family = c.model_type();
     info.arm = "baseline";
-    info.parameters = model.parameter_count();
+    info.parameters = pretrained.parameter_count();
     info.layers = c.n_layer;
     info.heads = c.n_head;
     log::info("sg-survey: " + name + ": " + c.model_type() + ", " + std::to_string(c.n_layer) + " layers × " +
               std::to_string(c.n_head) + " heads, " + std::to_string(info.parameters) + " parameters");
-    heads = survey_model(model, blocks, run.statistics);
+    heads = survey_model(pretrained, blocks, run.statistics);
   } else {
-    auto model = load_model(path, device);
-    const auto& c = model->config();
+    auto& sinkgate = model.run_model();
+    const auto& c = sinkgate.config();
     check_vocabulary(blocks, c.vocab_size, vocabulary, "give the vocabulary the run was trained with (--vocab)");
     info.family = "sinkgate";
     info.arm = c.arm.name();
-    info.parameters = model->parameter_count();
+    info.parameters = sinkgate.parameter_count();
     info.layers = c.n_layer;
     info.heads = c.n_head;
     info.zero_option = c.arm.zero != ZeroOption::none;
     log::info("sg-survey: " + name + ": sinkgate " + info.arm + ", " + std::to_string(c.n_layer) + " layers × " +
               std::to_string(c.n_head) + " heads");
-    heads = survey_model(*model, blocks, run.statistics);
+    heads = survey_model(sinkgate, blocks, run.statistics);
   }
   append_survey(table, info, heads, run.statistics);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

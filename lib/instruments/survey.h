@@ -162,15 +162,16 @@ struct SurveyRun {
   SurveyOptions statistics;
   int64_t blocks = 16;
   int64_t block_length = 1024;
-  std::string tokenizer;  // "" : the checkpoint folder's own; the default GPT-2 vocabulary for run files
+  std::string tokenizer;  // "" : the checkpoint folder's own; the one a run file records (LanguageModel)
   std::string name;       // "" : the folder's base name; for a run file tier/arm/seed
   std::string device = "cpu";
   std::string text_source = "text";  // names the text in messages (its path)
 };
 
-/// Surveys one checkpoint (a Hugging Face folder or a sinkgate run file) on `text`: tokenises it
-/// with the model's tokenizer (the folder's tokenizer.json or vocab.json + merges.txt; for run
-/// files the GPT-2 vocabulary), cuts blocks, measures, and appends the rows to `table`.
+/// Surveys one checkpoint (a Hugging Face folder, an sg-export folder of any arm, or a sinkgate run
+/// file; LanguageModel::load) on `text`: tokenises it with the model's tokenizer (the folder's
+/// tokenizer.json or vocab.json + merges.txt; the one a run file records), cuts blocks, measures,
+/// and appends the rows to `table`.
 /// Throws InputError (unreadable checkpoint, text too short) or UsageError (blocks longer than
 /// the context).
 void survey_checkpoint(const std::string& path, const std::string& text, const SurveyRun& run, ResultTable& table);

@@ -507,9 +507,9 @@ ResultTable example_table() {
 
 namespace {
 
-/// The identity cells of a model's rows: tier, arm, seed, model, family.
+/// The identity cells of a model's rows: tier, arm, seed, model, family (a run's export: the run's).
 std::vector<Cell> model_cells(const LanguageModel& model) {
-  if (model.pretrained()) return {"pretrained", model.name(), int64_t{-1}, model.name(), model.family()};
+  if (!model.has_run()) return {"pretrained", model.name(), int64_t{-1}, model.name(), model.family()};
   const auto& c = model.run_state().config;
   return {c.tier, c.model.arm.name(), c.seed, model.name(), model.family()};
 }

@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -18,8 +20,10 @@
 #include "lib/base/paths.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/checkpoint.h"
+#include "lib/model/hf_layout.h"
 #include "lib/text/hf_vocabulary.h"
 #include "lib/text/tokenizer.h"
+#include "lib/text/tokenizer_record.h"
 #include "sg/hf_code.h"
 
 namespace sg {
@@ -80,57 +84,16 @@ struct TemporaryFolder {
   }
 };
 
-/// One tensor of model.safetensors: its name there, shape, and how to make its float32 values from
-/// sinkgate's parameter (made one at a time while writing, so the model is never held twice).
-struct HfTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  torch::Tensor source;    // the parameter; undefined for a zero bias
-  bool transpose = false;  // (out, in) -> Conv1D's (in, out)
-  torch::Tensor values() const {
-    if (!source.defined()) return torch::zeros(shape);
-    const auto value = source.detach().to(torch::kCPU, torch::kFloat);
-    return transpose ? value.t().contiguous() : value.contiguous();
-  }
-};
-
-/// sinkgate's parameters under GPT-2's names in Conv1D layout (weights (in, out)), with the zero
-/// biases GPT-2's Conv1D layers have. A parameter this mapping does not know is a bug (a new arm
-/// option needs its export): std::logic_error rather than a folder that silently lacks it.
-std::vector<HfTensor> hf_tensors(GPTImpl& model) {
-  std::vector<HfTensor> tensors;
-  const std::string blocks = "blocks.";
-  for (const auto& item : model.named_parameters()) {
-    const std::string& name = item.key();
-    const auto& value = item.value();
-    if (name == "wte.weight" || name == "wpe.weight" || name == "sink_token" || name.rfind("ln_f.", 0) == 0) {
-      tensors.push_back({"transformer." + name, value.sizes().vec(), value});
-      continue;
-    }
-    if (name.rfind(blocks, 0) != 0) throw std::logic_error("sg-export: no Hugging Face name for parameter " + name);
-    const std::string prefix = "transformer.h." + name.substr(blocks.size());
-    const auto ends_with = [&](const std::string& tail) {
-      return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    if (ends_with(".attn.c_attn.weight") || ends_with(".attn.c_proj.weight") || ends_with(".mlp.c_fc.weight") ||
-        ends_with(".mlp.c_proj.weight")) {
-      tensors.push_back({prefix, {value.size(1), value.size(0)}, value, /*transpose=*/true});
-      tensors.push_back({prefix.substr(0, prefix.size() - std::string("weight").size()) + "bias", {value.size(0)}, {}});
-    } else if (ends_with(".ln_1.weight") || ends_with(".ln_1.bias") || ends_with(".ln_2.weight") ||
-               ends_with(".ln_2.bias") || ends_with(".attn.sink_logit") || ends_with(".attn.gate_tau") ||
-               ends_with(".attn.gate_w") || ends_with(".attn.gate_b")) {
-      tensors.push_back({prefix, value.sizes().vec(), value});
-    } else {
-      throw std::logic_error("sg-export: no Hugging Face name for parameter " + name);
-    }
-  }
-  return tensors;
-}
-
 /// Writes model.safetensors tensor by tensor; returns the number of parameters written.
 int64_t write_weights(const std::string& path, GPTImpl& model, torch::ScalarType dtype) {
   torch::NoGradGuard no_grad;
-  const auto tensors = hf_tensors(model);
+  const auto tensors = hf_tensors(model.config());
+  std::map<std::string, torch::Tensor> by_name;
+  for (const auto& item : model.named_parameters()) by_name[item.key()] = item.value();
+  if (by_name.size() != static_cast<size_t>(std::count_if(tensors.begin(), tensors.end(), [](const HfTensor& t) {
+        return !t.parameter.empty();
+      })))
+    throw std::logic_error("sg-export: the model's parameters are not those of its configuration");
   std::vector<SafetensorsEntry> entries;
   int64_t parameters = 0;
   for (const auto& tensor : tensors) {
@@ -143,7 +106,13 @@ int64_t write_weights(const std::string& path, GPTImpl& model, torch::ScalarType
   }
   SafetensorsWriter writer(path, entries, {{"format", "pt"}});
   for (const auto& tensor : tensors) {
-    const auto data = tensor.values().to(dtype).contiguous();
+    // float32 values made one tensor at a time, so that the model is never held twice.
+    torch::Tensor values = torch::zeros(tensor.shape);  // a zero bias
+    if (!tensor.parameter.empty()) {
+      values = by_name.at(tensor.parameter).detach().to(torch::kCPU, torch::kFloat);
+      if (tensor.transposed) values = values.t();
+    }
+    const auto data = values.to(dtype).contiguous();
     writer.write(tensor.name, data.data_ptr(), static_cast<uint64_t>(data.numel() * data.element_size()));
   }
   writer.finish();
@@ -164,12 +133,7 @@ ordered_json hf_config(const RunState& state, const std::string& dtype, int64_t 
                           {"AutoModelForCausalLM", "modeling_sinkgate.SinkgateForCausalLM"}};
   }
   config["model_type"] = baseline ? "gpt2" : "sinkgate";
-  if (!baseline) {
-    config["arm"] = model.arm.name();
-    config["zero_option"] = to_string(model.arm.zero);
-    config["filter"] = to_string(model.arm.filter);
-    config["gate_beta"] = model.gate_beta;
-  }
+  if (!baseline) config.update(hf_arm_fields(model));
   config["vocab_size"] = model.vocab_size;
   config["n_positions"] = model.block_size;
   config["n_embd"] = model.n_embd;
@@ -205,6 +169,10 @@ ordered_json hf_config(const RunState& state, const std::string& dtype, int64_t 
                         {"version", options.provenance.version},
                         {"git_commit", options.provenance.git_commit},
                         {"command_line", options.provenance.command_line}};
+  // The whole configuration, so that sg-eval scores the export on the run's own validation batches.
+  ordered_json fields = ordered_json::object();
+  for (const auto& [name, value] : to_fields(state.config)) fields[name] = value;
+  config["sinkgate"]["config"] = std::move(fields);
   return config;
 }
 
@@ -283,14 +251,18 @@ void check_export_folder(const std::string& folder_in, bool force) {
   if (access(parent.c_str(), W_OK) != 0) throw OutputError(parent + ": cannot be written");
 }
 
-std::string export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary) {
-  // Hook for the tokenizer identity that run files will record: until they do, GPT-2's is the only
-  // vocabulary a run can name, by its size (sg-eval and sg-sample assume it for run files too).
-  if (state.config.model.vocab_size != kGpt2VocabSize)
-    throw InputError(run_path + ": the run was trained on a vocabulary of " + std::to_string(state.config.model.vocab_size) +
-                         " ids, not GPT-2's 50257, and its file does not record which vocabulary it was",
-                     "an export needs the vocabulary's files; only runs on GPT-2's vocabulary can be exported today");
-  return vocabulary.empty() ? default_vocabulary_path() : vocabulary;
+Tokenizer export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary) {
+  const auto& model = state.config.model;
+  if (!state.tokenizer.known() && vocabulary.empty() && model.vocab_size != kGpt2VocabSize)
+    throw InputError(run_path + ": the run was trained on a vocabulary of " + std::to_string(model.vocab_size) +
+                         " ids, not GPT-2's 50257, and its file (from an older sinkgate) does not record which",
+                     "give that vocabulary's file: sg-export --vocab FILE");
+  auto tokenizer = tokenizer_for(state.tokenizer, run_path, vocabulary);
+  if (tokenizer.vocab_size() > model.vocab_size)
+    throw InputError(tokenizer.path() + ": has " + std::to_string(tokenizer.vocab_size()) + " ids, more than the " +
+                         std::to_string(model.vocab_size) + " of the model of " + run_path,
+                     "give the vocabulary the run was trained on (--vocab)");
+  return tokenizer;
 }
 
 ExportSummary export_run(const std::string& run_path, const std::string& folder_in, const ExportOptions& options) {
@@ -303,12 +275,8 @@ ExportSummary export_run(const std::string& run_path, const std::string& folder_
   if (arm.filter == Filter::keygate || arm.output_gate != OutputGate::none)
     throw UsageError(run_path + ": arm " + arm.name() + " has no Hugging Face code yet (the key gate and the output "
                      "gate are not in pipelines/hf/modeling_sinkgate.py)");
-  const auto rank_file = export_vocabulary(state, run_path, options.vocabulary);
-  const auto vocabulary = hf_vocabulary_files(rank_file, state.config.model.block_size);
-  const auto tokenizer = Tokenizer::load(rank_file);
-  if (tokenizer.vocab_size() != state.config.model.vocab_size)
-    throw InputError(rank_file + ": has " + std::to_string(tokenizer.vocab_size()) + " ids, the run's model " +
-                     std::to_string(state.config.model.vocab_size), "give GPT-2's rank file (gpt2.tiktoken)");
+  const auto tokenizer = export_vocabulary(state, run_path, options.vocabulary);
+  const auto vocabulary = hf_vocabulary_files(tokenizer, state.config.model.block_size);
   if (!state.finished)
     log::warn(run_path + " is unfinished (step " + std::to_string(state.step) + " of " +
               std::to_string(state.config.train.iterations) + "): exported as it stands");
@@ -335,13 +303,13 @@ ExportSummary export_run(const std::string& run_path, const std::string& folder_
   write_file(in_folder("config.json"), hf_config(state, options.dtype, eot, options, run_path, run_sha256).dump(2) + "\n");
   ordered_json generation = {{"bos_token_id", eot}, {"eos_token_id", eot}};
   write_file(in_folder("generation_config.json"), generation.dump(2) + "\n");
-  write_file(in_folder("vocab.json"), vocabulary.vocab_json);
-  write_file(in_folder("merges.txt"), vocabulary.merges_txt);
-  write_file(in_folder("tokenizer.json"), vocabulary.tokenizer_json);
-  write_file(in_folder("tokenizer_config.json"), vocabulary.tokenizer_config_json);
+  summary.files = {"config.json", "generation_config.json", "model.safetensors"};
+  for (const auto& file : vocabulary) {
+    write_file(in_folder(file.name), file.bytes);
+    summary.files.push_back(file.name);
+  }
   write_file(in_folder("README.md"), model_card(state, folder, options.dtype, summary.parameters, options, run_path, run_sha256));
-  summary.files = {"config.json", "generation_config.json", "model.safetensors", "vocab.json", "merges.txt",
-                   "tokenizer.json", "tokenizer_config.json", "README.md"};
+  summary.files.push_back("README.md");
   if (summary.model_type == "sinkgate") {
     write_file(in_folder("configuration_sinkgate.py"), kHfConfigurationSource);
     write_file(in_folder("modeling_sinkgate.py"), kHfModelingSource);

@@ -3,19 +3,20 @@
 //
 // The folder holds config.json, generation_config.json, model.safetensors (GPT-2's names and
 // Conv1D layout: every weight (in, out), zero biases, the head tied to transformer.wte.weight),
-// the tokenizer's files (vocab.json, merges.txt, tokenizer.json, tokenizer_config.json) and a
+// the tokenizer's files (hf_vocabulary.h: vocab.json, merges.txt, tokenizer.json for a rank-file
+// vocabulary such as GPT-2's; a Hugging Face vocabulary's own files; tokenizer_config.json) and a
 // README.md model card. The baseline arm is a plain GPT-2 (model_type "gpt2", exact GELU "gelu",
 // no dropout): AutoModelForCausalLM loads it without trust_remote_code. Every other arm is
 // model_type "sinkgate" with an auto_map to configuration_sinkgate.py and modeling_sinkgate.py
-// (pipelines/hf/, compiled in and copied into the folder), loaded with trust_remote_code=True;
-// its config.json names the arm (arm, zero_option, filter, gate_beta) and its safetensors add the
-// arm's parameters under sinkgate's names (transformer.h.L.attn.sink_logit, gate_tau, gate_w,
-// gate_b; transformer.sink_token).
+// (pipelines/hf/, compiled in and copied into the folder), loaded with trust_remote_code=True.
+// The tensor names and config.json's arm fields are hf_layout.h's, the mapping that sinkgate
+// reads exports back with; config.json also records the run (its identity and configuration).
 //
 // The folder is written beside its final name (DIR.tmp.PID) and renamed into place when
 // complete; an existing non-empty DIR is replaced only with force.
 //
-// Not here: reading such folders back (pretrained.h reads the baseline's), the tokenizer itself.
+// Not here: reading such folders back (language_model.h, through hf_layout.h and pretrained.h),
+// the tokenizer itself.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +24,7 @@
 
 #include "lib/io/provenance.h"
 #include "lib/run/run_file.h"
+#include "lib/text/tokenizer.h"
 
 namespace sg {
 
@@ -30,7 +32,7 @@ namespace sg {
 struct ExportOptions {
   std::string dtype = "float32";  // the weights' dtype in model.safetensors: float32 or bfloat16
   bool force = false;             // replace an existing non-empty folder
-  std::string vocabulary;         // GPT-2's tiktoken rank file ("": default_vocabulary_path())
+  std::string vocabulary;         // the run's vocabulary file ("": the one it records; see export_vocabulary)
   Provenance provenance;          // tool, version, commit, command line: for the model card
 };
 
@@ -47,12 +49,13 @@ struct ExportSummary {
 /// non-empty folder unless force, its parent an existing writable folder. Throws OutputError.
 void check_export_folder(const std::string& folder, bool force);
 
-/// The tiktoken rank file of the run's vocabulary, for its tokenizer files. Today only runs on
-/// GPT-2's vocabulary (vocab_size 50257) can say which vocabulary they used: the rank file
-/// `vocabulary` ("" for default_vocabulary_path()). Throws InputError for any other run, naming it
-/// (its token ids mean nothing without their vocabulary). Runs that record their tokenizer will
-/// answer here.
-std::string export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary);
+/// The vocabulary of the run, for its tokenizer files: the one the run file records (embedded in
+/// it, or GPT-2's, read from default_vocabulary_path()), which `vocabulary` ("" for none) must be
+/// when given (tokenizer_for, lib/text/tokenizer_record.h); for a run of an older sinkgate, which
+/// records none, `vocabulary`, else GPT-2's default. Throws InputError naming what is missing: a
+/// recorded vocabulary file that cannot be read, an older run on another vocabulary than GPT-2's
+/// without `vocabulary`, a vocabulary of more ids than the model has.
+Tokenizer export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary);
 
 /// Writes the Hugging Face folder of the run file `run_path` at `folder` (see the file comment).
 /// An unfinished run is exported as it stands, with a warning (as sg-eval scores it). Throws

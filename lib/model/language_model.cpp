@@ -6,6 +6,7 @@
 #include "lib/base/error.h"
 #include "lib/base/log.h"
 #include "lib/io/safetensors.h"
+#include "lib/model/hf_layout.h"
 #include "lib/text/tokenizer_record.h"
 
 namespace sg {
@@ -40,7 +41,7 @@ std::vector<std::string> model_input_files(const std::string& path, const std::s
   const bool folder = is_pretrained_folder(path);
   bool embedded = false;
   if (folder) {
-    read_pretrained_config(path + "/config.json");
+    if (!read_exported_run(path + "/config.json")) read_pretrained_config(path + "/config.json");
     files.push_back(path + "/config.json");
     for (const auto& p : SafetensorsFolder::open(path).paths()) files.push_back(p);
   } else {
@@ -67,7 +68,13 @@ LanguageModel LanguageModel::load(const std::string& path, const torch::Device& 
   if (folder) {
     model.vocabulary_ = !tokenizer.empty() ? tokenizer : path;
     model.tokenizer_ = std::make_shared<const Tokenizer>(Tokenizer::load(model.vocabulary_));
-    model.pretrained_ = std::make_shared<const PretrainedModel>(PretrainedModel::load(path, device));
+    // An sg-export folder is the run it came from: a sinkgate model of its arm (the baseline's is
+    // a plain GPT-2, read as one), with the run's configuration for its validation batches.
+    if (auto exported = read_exported_run(path + "/config.json")) {
+      model.run_state_ = std::make_shared<RunState>(std::move(exported->state));
+      if (exported->sinkgate) model.run_ = load_exported_model(path, model.run_state_->config.model, device).ptr();
+    }
+    if (!model.run_) model.pretrained_ = std::make_shared<const PretrainedModel>(PretrainedModel::load(path, device));
     model.name_ = default_model_name(path);
   } else {
     model.run_state_ = std::make_shared<RunState>(read_run_state(path));
@@ -105,23 +112,28 @@ LanguageModel LanguageModel::wrap(GPT model, const RunConfig& config, const std:
 }
 
 const RunState& LanguageModel::run_state() const {
-  if (!run_state_) throw UsageError(path_ + " is a pretrained checkpoint, not a run file");
+  if (!run_state_) throw UsageError(path_ + " is a pretrained checkpoint, not a sinkgate run or its export");
   return *run_state_;
 }
 
 GPTImpl& LanguageModel::run_model() const {
-  if (!run_) throw UsageError(path_ + " is a pretrained checkpoint, not a run file");
+  if (!run_) throw UsageError(path_ + " is a " + family() + " checkpoint, not a sinkgate model");
   return *run_;
+}
+
+const PretrainedModel& LanguageModel::pretrained_model() const {
+  if (!pretrained_) throw UsageError(path_ + " is a sinkgate model, not a GPT-2 or GPT-NeoX checkpoint");
+  return *pretrained_;
 }
 
 std::string LanguageModel::family() const { return pretrained_ ? pretrained_->config().model_type() : "sinkgate"; }
 
 int64_t LanguageModel::context_length() const {
-  return pretrained_ ? pretrained_->config().n_positions : run_state_->config.model.block_size;
+  return pretrained_ ? pretrained_->config().n_positions : run_->config().block_size;
 }
 
 int64_t LanguageModel::vocab_size() const {
-  return pretrained_ ? pretrained_->config().vocab_size : run_state_->config.model.vocab_size;
+  return pretrained_ ? pretrained_->config().vocab_size : run_->config().vocab_size;
 }
 
 torch::Tensor LanguageModel::hidden(const torch::Tensor& idx) const {

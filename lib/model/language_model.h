@@ -1,6 +1,9 @@
 // language_model.h — one interface over the two kinds of causal language model the instruments
 // score and sample from: a sinkgate run file (any arm, lib/model/model.h) and a Hugging Face GPT-2
 // or GPT-NeoX (Pythia) folder (lib/model/pretrained.h), each with the tokenizer its ids belong to.
+// A folder that sg-export wrote is the run it came from (hf_layout.h): an arm's model_type
+// "sinkgate" is read as the sinkgate model of that arm, the baseline's plain GPT-2 as GPT-2; both
+// carry the run's state (configuration, step) from config.json.
 //
 // Tokenizer: a folder's own (tokenizer.json, else vocab.json + merges.txt), which an explicit
 // vocabulary overrides; for a run file the one it records (lib/text/tokenizer_record.h: embedded,
@@ -55,15 +58,22 @@ class LanguageModel {
   /// configuration and a tokenizer read from `vocabulary`.
   static LanguageModel wrap(GPT model, const RunConfig& config, const std::string& vocabulary, const std::string& name);
 
+  /// True when the model is computed as a GPT-2 or GPT-NeoX checkpoint (pretrained.h), false for
+  /// a sinkgate model (a run file, or an export of an arm other than the baseline).
   bool pretrained() const { return pretrained_ != nullptr; }
-  /// The run's state (configuration, step); only for run files (UsageError otherwise).
+  /// True for a run file and an sg-export folder (of any arm): run_state() is then known.
+  bool has_run() const { return run_state_ != nullptr; }
+  /// The run's state (configuration, step; an export's without curves); only when has_run()
+  /// (UsageError otherwise).
   const RunState& run_state() const;
-  /// The run's model, for what needs the training-side interface (validation_loss); only for run
-  /// files (UsageError otherwise).
+  /// The sinkgate model, for what needs the training-side interface (validation_loss, hooks); only
+  /// when !pretrained() (UsageError otherwise).
   GPTImpl& run_model() const;
+  /// The GPT-2 or GPT-NeoX model; only when pretrained() (UsageError otherwise).
+  const PretrainedModel& pretrained_model() const;
   /// The run file or folder as given.
   const std::string& path() const { return path_; }
-  /// The folder's base name, or a run's tier/arm/seed.
+  /// A folder's base name (an export's too), or a run file's tier/arm/seed.
   const std::string& name() const { return name_; }
   /// "sinkgate", "gpt2" or "gpt_neox".
   std::string family() const;

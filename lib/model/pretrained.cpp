@@ -200,14 +200,20 @@ int64_t PretrainedConfig::rotary_dims() const {
 
 std::string PretrainedConfig::model_type() const { return architecture == Architecture::gpt2 ? "gpt2" : "gpt_neox"; }
 
-PretrainedConfig read_pretrained_config(const std::string& path) {
+nlohmann::json read_config_json(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0)
     throw InputError(path + ": cannot be read", "a Hugging Face checkpoint folder holds config.json");
   // A config.json is a few KB; nesting is limited (lib/base/json.h): 200,000 levels overflowed the
   // stack in an error message.
-  const json object = read_json_file(path, /*max_bytes=*/std::size_t{16} << 20);
+  json object = read_json_file(path, /*max_bytes=*/std::size_t{16} << 20);
   if (!object.is_object()) throw InputError(path + ": not a JSON object");
+  return object;
+}
+
+PretrainedConfig read_pretrained_config(const std::string& path) { return parse_pretrained_config(read_config_json(path), path); }
+
+PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std::string& path) {
   const ConfigReader r(object, path);
   PretrainedConfig c;
   const auto type = r.text("model_type", "");

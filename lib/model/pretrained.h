@@ -24,6 +24,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,13 @@ struct PretrainedConfig {
 /// file, an unsupported model_type, or fields this implementation does not compute (another rope
 /// type or rope scaling, cross-attention, an unknown activation).
 PretrainedConfig read_pretrained_config(const std::string& path);
+
+/// read_pretrained_config on the object of a config.json already read; `path` names it in errors.
+PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std::string& path);
+
+/// A config.json as a JSON object (at most 16 MB). Throws InputError naming the file when it is
+/// absent, not JSON or not an object.
+nlohmann::json read_config_json(const std::string& path);
 
 // Telemetry of a pretrained model (TelemetryCallback, attention.h): weights (B, H, T, T),
 // read_norms (B, H, T) = |v_j|/sqrt(d), reads (B, H, T, d); phantom_mass and gates undefined.

@@ -1,8 +1,7 @@
-// hf_vocabulary.cpp — a tiktoken rank file in the Hugging Face forms (see hf_vocabulary.h).
+// hf_vocabulary.cpp — a vocabulary in the Hugging Face forms (see hf_vocabulary.h).
 #include "lib/text/hf_vocabulary.h"
 
 #include <array>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
@@ -16,41 +15,9 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 constexpr const char* kEndOfText = "<|endoftext|>";
 
-InputError malformed(const std::string& path, const std::string& problem) {
-  return InputError(path + ": not a tiktoken rank file: " + problem,
-                    "give the GPT-2 rank file that setup.sh installs (gpt2.tiktoken), or set SINKGATE_VOCAB");
-}
-
-/// Standard base64 (with '=' padding) to bytes; false on any other character or a bad length.
-bool base64_decode(const std::string& text, std::string* out) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (text.empty() || text.size() % 4 != 0) return false;
-  out->clear();
-  for (size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int padding = 0;
-    for (int j = 0; j < 4; ++j) {
-      const char c = text[i + j];
-      if (c == '=' && i + 4 == text.size() && j >= 2) {
-        v[j] = 0;
-        ++padding;
-      } else {
-        if (padding > 0 || (v[j] = value(c)) < 0) return false;
-      }
-    }
-    const uint32_t triple = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out->push_back(static_cast<char>(triple >> 16));
-    if (padding < 2) out->push_back(static_cast<char>((triple >> 8) & 0xFF));
-    if (padding < 1) out->push_back(static_cast<char>(triple & 0xFF));
-  }
-  return true;
+InputError malformed(const std::string& vocabulary, const std::string& problem) {
+  return InputError(vocabulary + ": not a byte-level BPE vocabulary in rank order: " + problem,
+                    "a tiktoken rank file must list each byte and then each merge in rank order, as gpt2.tiktoken does");
 }
 
 /// GPT-2's byte-to-character table as UTF-8 strings: '!'..'~', '¡'..'¬', '®'..'ÿ' map to
@@ -93,40 +60,36 @@ std::vector<std::string> split_below(const std::unordered_map<std::string, int64
   }
 }
 
-}  // namespace
+/// tokenizer_config.json: the end-of-text token as bos, eos and unk, the model's context.
+std::string tokenizer_config(const std::string& tokenizer_class, const std::string& end_of_text, int64_t model_max_length) {
+  ordered_json config = ordered_json::object();
+  config["tokenizer_class"] = tokenizer_class;
+  config["add_bos_token"] = false;
+  config["add_prefix_space"] = false;
+  config["bos_token"] = end_of_text;
+  config["eos_token"] = end_of_text;
+  config["unk_token"] = end_of_text;
+  config["errors"] = "replace";
+  config["clean_up_tokenization_spaces"] = false;
+  config["model_max_length"] = model_max_length;
+  return config.dump(2) + "\n";
+}
 
-HfVocabularyFiles hf_vocabulary_files(const std::string& rank_file, int64_t model_max_length) {
-  std::ifstream in(rank_file, std::ios::binary);
-  if (!in) throw InputError(rank_file + ": cannot be read", "setup.sh installs the GPT-2 rank file; or set SINKGATE_VOCAB");
-  std::vector<std::string> tokens;  // by rank
+/// The four files of a vocabulary whose ids below the end-of-text id are BPE ranks.
+std::vector<VocabularyFile> rank_order_files(const Tokenizer& source, int64_t model_max_length) {
+  const auto& vocabulary = source.path();
+  const auto& table = source.tokens();
+  const int64_t end_of_text = source.eot_id();
+  if (end_of_text != static_cast<int64_t>(table.size()) - 1 || table.back() != kEndOfText)
+    throw malformed(vocabulary, "its end-of-text token is not its last id");
+  std::vector<std::string> tokens(table.begin(), table.end() - 1);  // by rank
   std::unordered_map<std::string, int64_t> ranks;
-  std::string line;
-  int64_t line_number = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const auto space = line.find(' ');
-    std::string token;
-    int64_t rank = -1;
-    try {
-      size_t used = 0;
-      if (space != std::string::npos) rank = std::stoll(line.substr(space + 1), &used);
-      if (space == std::string::npos || used != line.size() - space - 1) rank = -1;
-    } catch (const std::exception&) {
-      rank = -1;
-    }
-    if (rank < 0 || !base64_decode(line.substr(0, space), &token))
-      throw malformed(rank_file, "line " + std::to_string(line_number) + " is not 'base64token rank'");
-    if (rank >= static_cast<int64_t>(tokens.size())) tokens.resize(static_cast<size_t>(rank) + 1);
-    if (!tokens[static_cast<size_t>(rank)].empty() || !ranks.emplace(token, rank).second)
-      throw malformed(rank_file, "line " + std::to_string(line_number) + " repeats a rank or a token");
-    tokens[static_cast<size_t>(rank)] = token;
-  }
-  if (tokens.size() != ranks.size()) throw malformed(rank_file, "the ranks are not 0..N-1 without gaps");
+  for (size_t rank = 0; rank < tokens.size(); ++rank)
+    if (tokens[rank].empty() || !ranks.emplace(tokens[rank], static_cast<int64_t>(rank)).second)
+      throw malformed(vocabulary, "the ranks are not 0..N-1 without gaps, one token each");
   for (int b = 0; b < 256; ++b)
     if (!ranks.count(std::string(1, static_cast<char>(b))))
-      throw malformed(rank_file, "byte " + std::to_string(b) + " has no token of its own");
+      throw malformed(vocabulary, "byte " + std::to_string(b) + " has no token of its own");
 
   const auto characters = byte_characters();
   auto show = [&](const std::string& bytes) {
@@ -134,7 +97,6 @@ HfVocabularyFiles hf_vocabulary_files(const std::string& rank_file, int64_t mode
     for (unsigned char b : bytes) text += characters[b];
     return text;
   };
-  const auto end_of_text = static_cast<int64_t>(tokens.size());
   ordered_json vocab = ordered_json::object();
   std::vector<std::string> merges;
   for (int64_t rank = 0; rank < end_of_text; ++rank) {
@@ -143,17 +105,17 @@ HfVocabularyFiles hf_vocabulary_files(const std::string& rank_file, int64_t mode
     if (token.size() < 2) continue;
     const auto parts = split_below(ranks, token, rank);
     if (parts.size() != 2)
-      throw malformed(rank_file, "token of rank " + std::to_string(rank) + " is not the merge of two lower-ranked tokens");
+      throw malformed(vocabulary, "token of rank " + std::to_string(rank) + " is not the merge of two lower-ranked tokens");
     merges.push_back(show(parts[0]) + " " + show(parts[1]));
   }
   vocab[kEndOfText] = end_of_text;
 
-  HfVocabularyFiles files;
-  files.vocab_json = vocab.dump();
+  std::vector<VocabularyFile> files;
+  files.push_back({"vocab.json", vocab.dump()});
   std::ostringstream merges_txt;
   merges_txt << "#version: 0.2\n";
   for (const auto& merge : merges) merges_txt << merge << "\n";
-  files.merges_txt = merges_txt.str();
+  files.push_back({"merges.txt", merges_txt.str()});
 
   const ordered_json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   ordered_json post = byte_level, decoder = byte_level;
@@ -182,20 +144,29 @@ HfVocabularyFiles hf_vocabulary_files(const std::string& rank_file, int64_t mode
   model["vocab"] = std::move(vocab);
   model["merges"] = merges;
   tokenizer["model"] = std::move(model);
-  files.tokenizer_json = tokenizer.dump();
+  files.push_back({"tokenizer.json", tokenizer.dump()});
 
-  ordered_json config = ordered_json::object();
-  config["tokenizer_class"] = "GPT2Tokenizer";
-  config["add_bos_token"] = false;
-  config["add_prefix_space"] = false;
-  config["bos_token"] = kEndOfText;
-  config["eos_token"] = kEndOfText;
-  config["unk_token"] = kEndOfText;
-  config["errors"] = "replace";
-  config["clean_up_tokenization_spaces"] = false;
-  config["model_max_length"] = model_max_length;
-  files.tokenizer_config_json = config.dump(2) + "\n";
+  files.push_back({"tokenizer_config.json", tokenizer_config("GPT2Tokenizer", kEndOfText, model_max_length)});
   return files;
+}
+
+}  // namespace
+
+std::vector<VocabularyFile> hf_vocabulary_files(const Tokenizer& tokenizer, int64_t model_max_length) {
+  const auto& kind = tokenizer.identity().kind;
+  if (kind == "gpt2" || kind == "tiktoken") return rank_order_files(tokenizer, model_max_length);
+  const auto& end_of_text = tokenizer.tokens().at(static_cast<size_t>(tokenizer.eot_id()));
+  std::vector<VocabularyFile> files = tokenizer.files();
+  if (kind == "tokenizer.json" && files.size() == 1 && files[0].name == "tokenizer.json") {
+    files.push_back({"tokenizer_config.json", tokenizer_config("PreTrainedTokenizerFast", end_of_text, model_max_length)});
+    return files;
+  }
+  if (kind == "vocab.json+merges.txt" && files.size() == 2) {
+    files.push_back({"tokenizer_config.json", tokenizer_config("GPT2Tokenizer", end_of_text, model_max_length)});
+    return files;
+  }
+  throw InputError(tokenizer.path() + ": a vocabulary of kind '" + kind + "' without its files",
+                   "give the vocabulary file itself (--vocab)");
 }
 
 }  // namespace sg

@@ -995,6 +995,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 
 int32_t Tokenizer::eot_id() const { return impl_->eot; }
 int64_t Tokenizer::vocab_size() const { return static_cast<int64_t>(impl_->token_bytes.size()); }
+const std::vector<std::string>& Tokenizer::tokens() const { return impl_->token_bytes; }
 const std::string& Tokenizer::path() const { return impl_->path; }
 
 // --- vocabulary readers ----------------------------------------------------------------------

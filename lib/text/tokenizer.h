@@ -140,6 +140,11 @@ class Tokenizer {
   /// The number of ids: the largest id + 1 (50257 for GPT-2: 50256 ranks and <|endoftext|>).
   int64_t vocab_size() const;
 
+  /// The token table: the bytes of every id, by id (a special token's its text, e.g.
+  /// "<|endoftext|>"; "" for an id no token has). For a tiktoken rank file (kinds "gpt2" from
+  /// gpt2.tiktoken, "tiktoken") an id below eot_id() is the token's rank, its merge priority.
+  const std::vector<std::string>& tokens() const;
+
   /// The file the vocabulary was read from.
   const std::string& path() const;
 

@@ -1,7 +1,9 @@
 # Command-line tests of sg-export on tiny runs of every arm trained from the token file of
 # cli_sg-tokenize.cmake's fixture (sg_tokens): transformers, on the exported folder, gives sg-eval's
 # validation loss on the run file (within 1e-5) and sg-sample's greedy text, token for token
-# (tests/hf_export_reference.py run); bad outputs and inputs are refused.
+# (tests/hf_export_reference.py run); sinkgate reads the folder back as the run (sg-eval's val and
+# LAMBADA, sg-sample's greedy text, sg-survey's statistics: tests/export_round_trip.py), and refuses
+# a folder whose config.json or tensors do not match; bad outputs and inputs are refused.
 # (Logits, attention weights and cached decoding against transformers for every arm, the tokenizer
 # files against tiktoken: tests/model/test_export.cpp.)
 set(SG_EXPORT_DATA ${CMAKE_CURRENT_BINARY_DIR}/cli-export)
@@ -17,22 +19,39 @@ foreach(arm baseline offbyone sinklogit sinktoken normgate renorm projgate combo
   set_tests_properties("cli: sg-export ${arm} run (fixture)" PROPERTIES
                        FIXTURES_SETUP sg_export_${arm} FIXTURES_REQUIRED sg_tokens)
   set(run ${SG_EXPORT_DATA}/${arm}.h5)
+  add_test(NAME "cli: sg-export ${arm} folder (fixture)"
+           COMMAND ${export} ${run} -o ${SG_EXPORT_DATA}/${arm} --force --threads 1)
+  set_tests_properties("cli: sg-export ${arm} folder (fixture)" PROPERTIES
+                       FIXTURES_SETUP sg_export_${arm}_folder FIXTURES_REQUIRED sg_export_${arm})
   add_test(NAME "cli: sg-export ${arm}: transformers gives sg-eval's loss and sg-sample's greedy text"
-           COMMAND sh -c "${export} ${run} -o ${SG_EXPORT_DATA}/${arm} --force --threads 1 && \
-$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 ${run} --threads 1 -o ${SG_EXPORT_DATA}/${arm}-eval.h5 --force && \
+           COMMAND sh -c "$<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 ${run} --threads 1 -o ${SG_EXPORT_DATA}/${arm}-eval.h5 --force && \
 $<TARGET_FILE:sg-sample> ${run} --prompt 'The tutorial' -n 12 --greedy --threads 1 --log-level quiet \
 > ${SG_EXPORT_DATA}/${arm}-sample.txt && \
 ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/hf_export_reference.py run ${SG_EXPORT_DATA}/${arm} ${SG_CLI_DATA}/tokens.h5 \
 ${SG_EXPORT_DATA}/${arm}-eval.h5 ${SG_EXPORT_DATA}/${arm}-sample.txt 'The tutorial' 12")
   set_tests_properties("cli: sg-export ${arm}: transformers gives sg-eval's loss and sg-sample's greedy text" PROPERTIES
-                       FIXTURES_REQUIRED "sg_tokens;sg_export_${arm}" PASS_REGULAR_EXPRESSION "run: ok" TIMEOUT 600)
+                       FIXTURES_REQUIRED "sg_tokens;sg_export_${arm};sg_export_${arm}_folder"
+                       PASS_REGULAR_EXPRESSION "run: ok" TIMEOUT 600)
+  add_test(NAME "cli: sg-eval, sg-sample and sg-survey read the ${arm} export as its run"
+           COMMAND ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/export_round_trip.py same ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}
+                   ${run} ${SG_EXPORT_DATA}/${arm} ${SG_CLI_DATA}/tokens.h5 ${SG_EVAL_DATA}/lambada.jsonl
+                   ${SG_CORPUS}/introduction.rst.txt ${SG_EXPORT_DATA}/${arm}-round-trip)
+  set_tests_properties("cli: sg-eval, sg-sample and sg-survey read the ${arm} export as its run" PROPERTIES
+                       FIXTURES_REQUIRED "sg_tokens;sg_export_${arm};sg_export_${arm}_folder"
+                       PASS_REGULAR_EXPRESSION "round trip: ok" TIMEOUT 600)
 endforeach()
+
+add_test(NAME "cli: sg-eval and sg-sample refuse an export whose arm or tensors do not match"
+         COMMAND ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/export_round_trip.py refusals ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}
+                 ${SG_EXPORT_DATA}/combo2 ${SG_CLI_DATA}/tokens.h5 ${SG_EXPORT_DATA}/refusals)
+set_tests_properties("cli: sg-eval and sg-sample refuse an export whose arm or tensors do not match" PROPERTIES
+                     FIXTURES_REQUIRED "sg_tokens;sg_export_combo2_folder" PASS_REGULAR_EXPRESSION "refusals: ok")
 
 add_test(NAME "cli: sg-export refuses an existing non-empty folder without --force"
          COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/combo2.h5;-o;${SG_EXPORT_DATA}"
                  -DEXPECT_CODE=4 "-DEXPECT_STDERR=exists and is not empty" -P ${SG_EXPECT})
 set_tests_properties("cli: sg-export refuses an existing non-empty folder without --force" PROPERTIES
-                     FIXTURES_REQUIRED sg_export_combo2)
+                     FIXTURES_REQUIRED "sg_export_combo2;sg_export_combo2_folder")
 add_test(NAME "cli: sg-export refuses a file as its folder"
          COMMAND ${CMAKE_COMMAND} -DCMD=${export} "-DARGS=${SG_EXPORT_DATA}/combo2.h5;-o;${SG_EXPORT_DATA}/combo2.h5"
                  -DEXPECT_CODE=4 "-DEXPECT_STDERR=exists and is not a folder" -P ${SG_EXPECT})

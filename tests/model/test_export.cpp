@@ -4,19 +4,26 @@
 // equal an independent conversion of the rank file and give tiktoken's ids; the folder's layout,
 // and the refusals (a file for DIR, a non-empty DIR, another vocabulary) leave nothing behind.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "lib/base/error.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/export.h"
+#include "lib/model/hf_layout.h"
+#include "lib/model/language_model.h"
 #include "lib/model/model.h"
 #include "lib/model/pretrained.h"
 #include "lib/text/tokenizer.h"
+#include "lib/text/tokenizer_record.h"
 #include "tests/support.h"
 
 namespace {
@@ -175,6 +182,35 @@ TEST_CASE("export: the tokenizer files are the rank file's and give tiktoken's i
   CHECK(sg::Tokenizer::load(scratch / "out/vocab.json").encode(text) == ranks.encode(text));
 }
 
+TEST_CASE("export: a run on its own rank-file vocabulary exports files that give tiktoken's ids", "[export][reference]") {
+  // GPT-2's first 1,000 ranks are a rank file of their own (each token merges two lower ranks).
+  sg_test::Scratch scratch;
+  std::ifstream gpt2(SG_GPT2_VOCAB);
+  std::string line, ranks;
+  for (int i = 0; i < 1000 && std::getline(gpt2, line); ++i) ranks += line + "\n";
+  sg_test::write_bytes(scratch / "small.tiktoken", ranks);
+  sg_test::write_bytes(scratch / "reference.tiktoken", ranks);
+  const auto tokenizer = sg::Tokenizer::load(scratch / "small.tiktoken");
+  REQUIRE(tokenizer.identity().kind == "tiktoken");
+  sg::RunState state;
+  state.config = sg::make_run_config("tiny", "combo2", 0);
+  sg::apply_overrides(state.config, {"n_layer=1", "n_embd=16", "n_head=2", "block_size=8", "vocab_size=1001"});
+  state.tokenizer = sg::TokenizerRecord::of(tokenizer);  // embedded, as sg-train records it
+  auto model = sg::build_model(state.config.model, 1);
+  sg::save_run(scratch / "run.h5", true, *model, nullptr, state, sg::Provenance{});
+  REQUIRE(std::remove((scratch / "small.tiktoken").c_str()) == 0);  // the run file's copy alone
+  auto own = options();
+  own.vocabulary = "";
+  const auto summary = sg::export_run(scratch / "run.h5", scratch / "out", own);
+  CHECK(std::find(summary.files.begin(), summary.files.end(), "merges.txt") != summary.files.end());
+  CHECK_THAT(reference("tokenizer " + sg_test::shell_quote(scratch / "reference.tiktoken") + " " +
+                       sg_test::shell_quote(scratch / "out")),
+             Catch::Contains("tokenizer: ok"));
+  // Another vocabulary than the recorded one is refused, naming both.
+  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "other", options()),
+                    Catch::Contains("run.h5") && Catch::Contains(SG_GPT2_VOCAB));
+}
+
 TEST_CASE("export: model.safetensors holds GPT-2's names in Conv1D layout, and sinkgate reads the baseline back",
           "[export]") {
   sg_test::Scratch scratch;
@@ -234,17 +270,80 @@ TEST_CASE("export: refuses a file for DIR, a non-empty DIR without force and ano
   CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "empty", options()));
   CHECK_THROWS_AS(sg::export_run(scratch / "run.h5", scratch / "no/such/parent", options()), sg::OutputError);
 
-  // A run on another vocabulary: refused before anything is written, naming the run.
+  // A run of an older sinkgate (no tokenizer record) on another vocabulary than the one given:
+  // refused before anything is written, naming the run and the vocabulary's size.
   sg::RunState state;
   state.config = sg::make_run_config("tiny", "baseline", 0);
   sg::apply_overrides(state.config, {"n_layer=1", "n_embd=16", "n_head=2", "block_size=8", "vocab_size=300"});
   auto small = sg::build_model(state.config.model, 1);
   sg::save_run(scratch / "small.h5", true, *small, nullptr, state, sg::Provenance{});
   CHECK_THROWS_WITH(sg::export_run(scratch / "small.h5", scratch / "small", options()),
-                    Catch::Contains("small.h5") && Catch::Contains("not GPT-2's"));
+                    Catch::Contains("small.h5") && Catch::Contains("50257"));
+  sg::ExportOptions unnamed = options();
+  unnamed.vocabulary = "";
+  CHECK_THROWS_WITH(sg::export_run(scratch / "small.h5", scratch / "small", unnamed),
+                    Catch::Contains("small.h5") && Catch::Contains("does not record which"));
   // A damaged run file: the reader's InputError; nothing is left behind in either case.
   sg_test::write_bytes(scratch / "damaged.h5", "not an HDF5 file");
   CHECK_THROWS_AS(sg::export_run(scratch / "damaged.h5", scratch / "damaged", options()), sg::InputError);
   for (const auto& name : {"small", "damaged"}) CHECK_FALSE(sg_test::exists(scratch / name));
   CHECK(std::system(("ls " + sg_test::shell_quote(scratch.dir) + " | grep -q '\\.tmp\\.'").c_str()) != 0);
+}
+
+TEST_CASE("export: the name table covers every arm's parameters, one tensor name each", "[export]") {
+  // A parameter without a row in lib/model/hf_layout.cpp (a new arm option) fails here by name.
+  for (const char* zero : {"none", "offbyone", "sinklogit", "sinktoken"}) {
+    for (const char* filter : {"none", "normgate", "renorm", "projgate"}) {
+      auto config = sg::make_run_config("tiny", std::string(zero) + "+" + filter, 0).model;
+      INFO(config.arm.name());
+      std::vector<sg::HfTensor> tensors;
+      REQUIRE_NOTHROW(tensors = sg::hf_tensors(config));
+      std::set<std::string> names, parameters;
+      for (const auto& tensor : tensors) {
+        CHECK(names.insert(tensor.name).second);
+        CHECK(tensor.name.rfind("transformer.", 0) == 0);
+        if (!tensor.parameter.empty()) parameters.insert(tensor.parameter);
+      }
+      CHECK(parameters.size() == config.parameter_shapes().size());
+    }
+  }
+}
+
+// (The nine arms' tiny trained runs go through sg-eval, sg-sample and sg-survey in
+// tests/cli/cli_sg-export.cmake; here the baseline and two ZERO+FILTER pairs.)
+TEST_CASE("export: sinkgate reads an arm's folder back as the run's model", "[export]") {
+  sg_test::Scratch scratch;
+  for (const std::string arm : {"baseline", "sinktoken+projgate", "offbyone+renorm"}) {
+    INFO(arm);
+    sg::GPT model{nullptr};
+    const auto state = small_run(arm, scratch / (arm + ".h5"), &model);
+    sg::export_run(scratch / (arm + ".h5"), scratch / arm, options());
+    const auto folder = sg::LanguageModel::load(scratch / arm, torch::kCPU);
+    CHECK(folder.has_run());
+    CHECK(folder.pretrained() == (arm == "baseline"));
+    CHECK(folder.family() == (arm == "baseline" ? "gpt2" : "sinkgate"));
+    const auto& config = folder.run_state().config;
+    CHECK(config.model.arm == state.config.model.arm);
+    CHECK(sg::to_fields(config) == sg::to_fields(state.config));
+    torch::NoGradGuard no_grad;
+    model->eval();
+    const auto ids = torch::randint(0, 50257, {2, 20}, torch::kLong);
+    const auto expected = model->forward(ids);
+    CHECK((folder.head(folder.hidden(ids)) - expected).abs().max().item<double>() <= 1e-5);
+    if (!folder.pretrained()) {
+      // The same parameters, exactly (float32 both ways).
+      auto read = folder.run_model().named_parameters();
+      for (const auto& item : model->named_parameters()) CHECK(torch::equal(read[item.key()], item.value()));
+    }
+    // A folder of the first sg-export, without the run's configuration: still the run's arm and
+    // model, with the tier's training settings.
+    const auto config_path = scratch / (arm + "/config.json");
+    auto edited = nlohmann::json::parse(sg_test::slurp(config_path));
+    edited["sinkgate"].erase("config");
+    sg_test::write_bytes(config_path, edited.dump(2));
+    const auto older = sg::LanguageModel::load(scratch / arm, torch::kCPU);
+    CHECK(older.run_state().config.model.arm == state.config.model.arm);
+    CHECK(older.run_state().config.train.final_eval_batches == state.config.train.final_eval_batches);
+    CHECK((older.head(older.hidden(ids)) - expected).abs().max().item<double>() <= 1e-5);
+  }
 }
