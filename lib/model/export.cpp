@@ -201,6 +201,7 @@ std::string model_card(const RunState& state, const std::string& folder, const s
   card << "| arm | `" << model.arm.name() << "` (zero option `" << to_string(model.arm.zero) << "`, filter `"
        << to_string(model.arm.filter) << "`" << (model.arm.filter == Filter::normgate || model.arm.filter == Filter::renorm ? std::string(", β ") + beta
                                                                                        : std::string())
+       << (model.arm.has_output_gate() ? ", output gate `" + to_string(model.arm.output_gate) + "`" : std::string())
        << ") |\n";
   card << "| tier | `" << state.config.tier << "`: " << model.n_layer << " layers, " << model.n_head << " heads, width "
        << model.n_embd << ", context " << model.block_size << ", vocabulary " << model.vocab_size << " |\n";
@@ -228,8 +229,13 @@ std::string model_card(const RunState& state, const std::string& folder, const s
        << (baseline ? "" : ",trust_remote_code=True") << " --tasks lambada_openai,hellaswag,wikitext\n```\n\n";
   if (!baseline)
     card << "The attention follows sinkgate's rules exactly (docs/arms.md in sinkgate); `output_attentions` gives the "
-            "weights on the real keys, whose rows sum to one minus the "
-         << (model.arm.zero == ZeroOption::sinktoken ? "sink token's" : "phantom's") << " mass.\n\n";
+            "weights on the real keys"
+         << (model.arm.zero == ZeroOption::none ? std::string(", whose rows sum to one")
+                                                : std::string(", whose rows sum to one minus the ") +
+                                                      (model.arm.zero == ZeroOption::sinktoken ? "sink token's" : "phantom's") +
+                                                      " mass")
+         << (model.arm.gates_values() ? " (before the gate multiplies the reads)" : "")
+         << (model.arm.has_output_gate() ? " (before the output gate)" : "") << ".\n\n";
   card << "## Citation\n\n```bibtex\n@misc{sinkgate_abstention_filtering,\n  title = {" << kPaperTitle
        << "},\n  note  = {Models trained and exported with sinkgate " << options.provenance.version << "}\n}\n```\n";
   return card.str();
@@ -271,10 +277,6 @@ ExportSummary export_run(const std::string& run_path, const std::string& folder_
     throw UsageError("--dtype must be float32 or bfloat16, not '" + options.dtype + "'");
   check_export_folder(folder, options.force);
   const auto state = read_run_state(run_path);
-  const Arm& arm = state.config.model.arm;
-  if (arm.filter == Filter::keygate || arm.output_gate != OutputGate::none)
-    throw UsageError(run_path + ": arm " + arm.name() + " has no Hugging Face code yet (the key gate and the output "
-                     "gate are not in pipelines/hf/modeling_sinkgate.py)");
   const auto tokenizer = export_vocabulary(state, run_path, options.vocabulary);
   const auto vocabulary = hf_vocabulary_files(tokenizer, state.config.model.block_size);
   if (!state.finished)

@@ -49,6 +49,7 @@ const NameRule kBlockTensors[] = {
     {"attn.gate_tau", "attn.gate_tau", false},
     {"attn.gate_w", "attn.gate_w", false},
     {"attn.gate_b", "attn.gate_b", false},
+    {"attn.out_gate", "attn.out_gate", false},  // W_theta as sinkgate holds it: (H or C, C)
 };
 
 template <size_t N>
@@ -84,9 +85,12 @@ Arm read_arm(const json& object, const std::string& path) {
     if (!object[key].is_string()) throw InputError(path + ": \"" + key + "\" must be a string, not " + json_excerpt(object[key]));
     return object[key].get<std::string>();
   };
-  const auto zero = text("zero_option", ""), filter = text("filter", "");
-  const auto name = text("arm", zero.empty() && filter.empty() ? "" : (zero.empty() ? "none" : zero) + "+" +
-                                                                        (filter.empty() ? "none" : filter));
+  const auto zero = text("zero_option", ""), filter = text("filter", ""), output_gate = text("output_gate", "");
+  std::string joined;  // the options joined, for a folder that names no arm
+  for (const auto& option : {zero, filter, output_gate})
+    if (!option.empty() && option != "none") joined += (joined.empty() ? "" : "+") + option;
+  if (joined.empty() && !(zero.empty() && filter.empty() && output_gate.empty())) joined = "baseline";
+  const auto name = text("arm", joined);
   if (name.empty()) throw InputError(path + ": names no arm (\"arm\", or \"zero_option\" and \"filter\")", kSameModel);
   Arm arm;
   try {
@@ -95,9 +99,12 @@ Arm read_arm(const json& object, const std::string& path) {
     throw InputError(path + ": arm '" + name + "' is not one this sinkgate knows",
                      "the folder was exported by another sinkgate version; read it with that one. " + error.hint());
   }
-  if ((!zero.empty() && zero != to_string(arm.zero)) || (!filter.empty() && filter != to_string(arm.filter)))
-    throw InputError(path + ": arm '" + name + "' has zero option " + to_string(arm.zero) + " and filter " +
-                         to_string(arm.filter) + ", but zero_option is '" + zero + "' and filter '" + filter + "'",
+  if ((!zero.empty() && zero != to_string(arm.zero)) || (!filter.empty() && filter != to_string(arm.filter)) ||
+      (!output_gate.empty() && output_gate != to_string(arm.output_gate)))
+    throw InputError(path + ": arm '" + name + "' has zero option " + to_string(arm.zero) + ", filter " +
+                         to_string(arm.filter) + " and output gate " + to_string(arm.output_gate) +
+                         ", but zero_option is '" + zero + "', filter '" + filter + "' and output_gate '" +
+                         (output_gate.empty() ? "none" : output_gate) + "'",
                      "config.json was edited: restore the arm's fields, or sg-export the run again");
   return arm;
 }
@@ -152,6 +159,7 @@ nlohmann::ordered_json hf_arm_fields(const ModelConfig& config) {
   fields["arm"] = config.arm.name();
   fields["zero_option"] = to_string(config.arm.zero);
   fields["filter"] = to_string(config.arm.filter);
+  fields["output_gate"] = to_string(config.arm.output_gate);
   fields["gate_beta"] = config.gate_beta;
   return fields;
 }

@@ -6,11 +6,11 @@
 // attn.c_proj, mlp.c_fc, mlp.c_proj) are in GPT-2's Conv1D layout, weights (in, out), each with a
 // zero bias beside it (sinkgate's linear layers have none); everything else is stored as sinkgate
 // holds it, the arms' own parameters (sink_token; per layer attn.sink_logit, attn.gate_tau,
-// attn.gate_w, attn.gate_b) under their sinkgate names. The table of these names is in
+// attn.gate_w, attn.gate_b, attn.out_gate) under their sinkgate names. The table of these names is in
 // hf_layout.cpp: an arm option that adds parameters adds their rows there, and both directions
 // follow.
 // config.json: GPT-2's fields; model_type "gpt2" for the baseline arm, else "sinkgate" with the
-// arm's fields (arm, zero_option, filter, gate_beta); and the run it came from in the object
+// arm's fields (arm, zero_option, filter, output_gate, gate_beta); and the run it came from in the object
 // "sinkgate" (tier, seed, step, iterations, finished, tokens_seen, final_val_loss, … and "config",
 // every field of the run's configuration as its text, lib/run/config.h to_fields).
 //
@@ -42,7 +42,7 @@ struct HfTensor {
 /// does not name (a new arm option without its rows in hf_layout.cpp).
 std::vector<HfTensor> hf_tensors(const ModelConfig& config);
 
-/// The arm's fields of config.json: arm, zero_option, filter, gate_beta.
+/// The arm's fields of config.json: arm, zero_option, filter, output_gate, gate_beta.
 nlohmann::ordered_json hf_arm_fields(const ModelConfig& config);
 
 /// A folder sg-export wrote, as config.json describes it.

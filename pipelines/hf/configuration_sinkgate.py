@@ -2,8 +2,9 @@
 
 sg-export writes this file, unchanged, into every folder of an arm other than the baseline (the
 baseline is a plain GPT-2 folder). A sinkgate model is GPT-2 with one attention module that has
-two axes (docs/arms.md): a zero option (none, offbyone, sinklogit, sinktoken) and a filter (none,
-normgate, renorm, projgate); the paper's nine arms are named pairs of them. Every other GPT-2 field
+three axes (docs/arms.md): a zero option (none, offbyone, sinklogit, sinktoken), a filter (none,
+normgate, renorm, projgate, keygate) and an output gate (none, outgate, outgate-elem: Qiu et al.
+2025); the paper's nine arms are named pairs of the first two. Every other GPT-2 field
 keeps its meaning (sinkgate models use exact GELU, "gelu", no biases that are not zero, and no
 dropout).
 
@@ -12,18 +13,21 @@ Written for transformers 5 (tested with 5.24); loaded with trust_remote_code=Tru
 from transformers.models.gpt2.configuration_gpt2 import GPT2Config
 
 ZERO_OPTIONS = ("none", "offbyone", "sinklogit", "sinktoken")
-FILTERS = ("none", "normgate", "renorm", "projgate")
+FILTERS = ("none", "normgate", "renorm", "projgate", "keygate")
+OUTPUT_GATES = ("none", "outgate", "outgate-elem")
 
 
 class SinkgateConfig(GPT2Config):
     """GPT2Config plus the attention arm: `arm` (its name, e.g. "combo2" or "sinktoken+projgate"),
-    `zero_option`, `filter` and `gate_beta` (the norm gate's fixed slope beta, 8 in the paper)."""
+    `zero_option`, `filter`, `output_gate` and `gate_beta` (the norm gate's fixed slope beta, 8 in
+    the paper)."""
 
     model_type = "sinkgate"
 
     arm: str = "baseline"
     zero_option: str = "none"
     filter: str = "none"
+    output_gate: str = "none"
     gate_beta: float = 8.0
 
     def validate_arm(self):
@@ -34,6 +38,9 @@ class SinkgateConfig(GPT2Config):
         if self.filter not in FILTERS:
             raise ValueError(f"sinkgate: unknown filter {self.filter!r}; this modeling code knows "
                              f"{', '.join(FILTERS)} (export the run again with the sinkgate that trained it)")
+        if self.output_gate not in OUTPUT_GATES:
+            raise ValueError(f"sinkgate: unknown output_gate {self.output_gate!r}; this modeling code knows "
+                             f"{', '.join(OUTPUT_GATES)} (export the run again with the sinkgate that trained it)")
 
 
 __all__ = ["SinkgateConfig"]

@@ -9,15 +9,20 @@ explicit path (lib/model/attention.cpp; the exact rules are in docs/arms.md):
   gives);
 - the filter: a gate g_j from each read v_j, in float32 — norm gate sigma(beta(|v_j|/sqrt(d) - tau_h)),
   projection gate sigma(w_h.v_j + b_h) — multiplying the read (normgate, projgate), or log g_j added
-  to s_ij (renorm, the routing-slot control);
+  to s_ij (renorm, the routing-slot control); or from each key k_j, the key gate
+  sigma(w_h.k_j/sqrt(d) + b_h), multiplying the read (keygate);
 - the zero option: a phantom column of value zero and logit 0 (offbyone) or b_h (sinklogit) in the
   softmax; or a learned sink token, one d_model vector before every sequence with no position of
   its own. Its keys and reads do not depend on the input (it sees only itself), so they are
   computed once per forward pass and put before every layer's keys; its output position does not
-  exist here, as in sinkgate, where it is removed before the final LayerNorm.
+  exist here, as in sinkgate, where it is removed before the final LayerNorm;
+- the output gate (Qiu et al. 2025): each head's output y_i times sigma(x_i W_theta) before the
+  output projection, x_i the block's input after ln_1 at the query, in float32; W_theta (H, C) gives
+  one gate per head (outgate), (C, C) one per head dimension (outgate-elem).
 
-The key-value cache holds the keys and the raw reads; the gates are recomputed from the reads
-(each depends on its read alone), so incremental decoding gives the full pass's logits.
+The key-value cache holds the keys and the raw reads; the gates are recomputed from them (each
+depends on its own read or key alone; the output gate on the current query alone), so incremental
+decoding gives the full pass's logits.
 Attention weights (output_attentions=True, attn_implementation="eager") are those on the real
 keys: (B, H, T, T) like GPT-2's; each row sums to one minus the phantom's (or the sink token's)
 mass.
@@ -44,8 +49,9 @@ from .configuration_sinkgate import SinkgateConfig
 
 
 class SinkgateAttention(GPT2Attention):
-    """GPT-2 self-attention with a zero option and a filter (the arm's parameters per layer:
-    sink_logit (H), gate_tau (H), gate_w (H, d), gate_b (H), as the arm has them)."""
+    """GPT-2 self-attention with a zero option, a filter and an output gate (the arm's parameters
+    per layer: sink_logit (H), gate_tau (H), gate_w (H, d), gate_b (H), out_gate (H or C, C), as the
+    arm has them)."""
 
     def __init__(self, config, layer_idx=None):
         super().__init__(config, is_cross_attention=False, layer_idx=layer_idx)
@@ -53,20 +59,25 @@ class SinkgateAttention(GPT2Attention):
         heads, dim = self.num_heads, self.head_dim
         self.zero_option = config.zero_option
         self.filter = config.filter
+        self.output_gate = getattr(config, "output_gate", "none")
         self.gate_beta = float(config.gate_beta)
         if self.zero_option == "sinklogit":
             self.sink_logit = nn.Parameter(torch.zeros(heads))
         if self.filter in ("normgate", "renorm"):
             self.gate_tau = nn.Parameter(torch.full((heads,), -4.0 / self.gate_beta))
-        if self.filter == "projgate":
+        if self.filter in ("projgate", "keygate"):
             self.gate_w = nn.Parameter(torch.zeros(heads, dim))
             self.gate_b = nn.Parameter(torch.full((heads,), 4.0))
+        if self.output_gate != "none":
+            rows = heads if self.output_gate == "outgate" else self.embed_dim
+            self.out_gate = nn.Parameter(torch.zeros(rows, self.embed_dim))
         # The sink token's key and read at this layer, (1, H, 1, d): set by SinkgateModel.forward.
         self.sink_key = None
         self.sink_read = None
 
-    def gate_logits(self, reads):
-        """The gate's pre-sigmoid argument (B, H, T) in float32 from reads (B, H, T, d); None without a gate."""
+    def gate_logits(self, keys, reads):
+        """The gate's pre-sigmoid argument (B, H, T) in float32 from keys and reads (B, H, T, d); None
+        without a gate."""
         values = reads.float()
         heads, dim = self.num_heads, self.head_dim
         if self.filter in ("normgate", "renorm"):
@@ -74,17 +85,33 @@ class SinkgateAttention(GPT2Attention):
             return self.gate_beta * (norms - self.gate_tau.float().view(1, heads, 1))
         if self.filter == "projgate":
             return (values * self.gate_w.float().view(1, heads, 1, dim)).sum(-1) + self.gate_b.float().view(1, heads, 1)
+        if self.filter == "keygate":
+            return ((keys.float() * self.gate_w.float().view(1, heads, 1, dim)).sum(-1) / math.sqrt(dim) +
+                    self.gate_b.float().view(1, heads, 1))
         return None
 
-    def filtered(self, reads):
+    def filtered(self, keys, reads):
         """(reads after a value-slot gate, log g_j for the routing slot or None)."""
-        logits = self.gate_logits(reads)
+        logits = self.gate_logits(keys, reads)
         if logits is None:
             return reads, None
         if self.filter == "renorm":
             return reads, F.logsigmoid(logits)
         gates = torch.sigmoid(logits)
         return (reads.to(gates.dtype) * gates.unsqueeze(-1)).to(reads.dtype), None
+
+    def gated_output(self, hidden_states, output):
+        """The heads' output (B, H, T, d) times the output gate sigma(x W_theta) of the queries'
+        inputs hidden_states (B, T, C), in float32; unchanged without an output gate."""
+        if self.output_gate == "none":
+            return output
+        batch, length, _ = hidden_states.shape
+        gates = torch.sigmoid(torch.matmul(hidden_states.float(), self.out_gate.float().t()))  # (B, T, H or C)
+        if self.output_gate == "outgate":
+            gates = gates.transpose(1, 2).unsqueeze(-1)  # (B, H, T, 1)
+        else:
+            gates = gates.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
+        return (output.float() * gates).to(output.dtype)
 
     @staticmethod
     def allowed_keys(attention_mask, batch, queries, keys, device):
@@ -114,9 +141,9 @@ class SinkgateAttention(GPT2Attention):
             key, read = cache.update(key, read, self.layer_idx)  # raw reads: gates are recomputed
         keys_length = key.shape[2]
         allowed = self.allowed_keys(attention_mask, batch, length, keys_length, query.device)
-        reads, key_bias = self.filtered(read)
+        reads, key_bias = self.filtered(key, read)
         if self.sink_key is not None:  # the sink token: one more key, visible to every query
-            sink_reads, sink_bias = self.filtered(self.sink_read.to(read.dtype))
+            sink_reads, sink_bias = self.filtered(self.sink_key.to(key.dtype), self.sink_read.to(read.dtype))
             key = torch.cat([self.sink_key.to(key.dtype).expand(batch, -1, -1, -1), key], dim=2)
             reads = torch.cat([sink_reads.expand(batch, -1, -1, -1), reads], dim=2)
             if key_bias is not None:
@@ -136,6 +163,7 @@ class SinkgateAttention(GPT2Attention):
         output = torch.matmul(weights.to(reads.dtype), reads)  # (B, H, Tq, d)
         if self.sink_key is not None:
             weights = weights[..., 1:]
+        output = self.gated_output(hidden_states, output)
         output = output.transpose(1, 2).reshape(batch, length, heads * dim)
         output = self.resid_dropout(self.c_proj(output))
         return output, weights
@@ -176,6 +204,8 @@ class SinkgatePreTrainedModel(GPT2PreTrainedModel):
             if getattr(module, "gate_w", None) is not None:
                 init.zeros_(module.gate_w)
                 init.constant_(module.gate_b, 4.0)
+            if getattr(module, "out_gate", None) is not None:
+                init.normal_(module.out_gate, mean=0.0, std=0.02)
         if isinstance(module, SinkgateModel) and module.sink_token is not None:
             init.normal_(module.sink_token, mean=0.0, std=self.config.initializer_range)
 
@@ -204,10 +234,12 @@ class SinkgateModel(SinkgatePreTrainedModel, GPT2Model):
         for block in self.h:
             attention = block.attn
             heads, dim = attention.num_heads, attention.head_dim
-            _, key, read = attention.c_attn(block.ln_1(state)).split(attention.split_size, dim=2)
+            normed = block.ln_1(state)
+            _, key, read = attention.c_attn(normed).split(attention.split_size, dim=2)
             attention.sink_key = key.view(1, 1, heads, dim).transpose(1, 2)
             attention.sink_read = read.view(1, 1, heads, dim).transpose(1, 2)
-            own, _ = attention.filtered(attention.sink_read)  # its only key: weight one on its own read
+            own, _ = attention.filtered(attention.sink_key, attention.sink_read)  # its only key: weight one on its own read
+            own = attention.gated_output(normed, own)
             state = state + attention.c_proj(own.transpose(1, 2).reshape(1, 1, heads * dim))
             state = state + block.mlp(block.ln_2(state))
 

@@ -12,7 +12,9 @@ set(export $<TARGET_FILE:sg-export>)
 set(SG_EXPORT_TINY --tier tiny --set iterations=40 --set warmup=4 --set eval_interval=20 --set eval_batches=1
                    --set final_eval_batches=1 --set block_size=32 --threads 1)
 
-foreach(arm baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2)
+# The nine, and one arm with every option beyond the paper (the key gate, the output gate, the sink
+# token's separate pass).
+foreach(arm baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2 sinktoken+keygate+outgate)
   add_test(NAME "cli: sg-export ${arm} run (fixture)"
            COMMAND sg-train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_EXPORT_TINY} --arm ${arm}
                    -o ${SG_EXPORT_DATA}/${arm}.h5 --force)

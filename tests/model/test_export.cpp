@@ -48,6 +48,7 @@ sg::RunState small_run(const std::string& arm, const std::string& path, sg::GPT*
       if (name.find("gate_tau") != std::string::npos) p.copy_(torch::randn_like(p) * 0.3 + 0.1);
       if (name.find("gate_w") != std::string::npos) p.copy_(torch::randn_like(p) * 2.0);
       if (name.find("gate_b") != std::string::npos) p.copy_(torch::randn_like(p));
+      if (name.find("out_gate") != std::string::npos) p.copy_(torch::randn_like(p) * 0.5);
       if (name == "sink_token") p.copy_(torch::randn_like(p));
     }
   }
@@ -138,7 +139,8 @@ TEST_CASE("export: every arm's folder gives sinkgate's logits, weights and cache
   sg_test::Scratch scratch;
   const std::vector<std::string> arms = {"baseline", "offbyone", "sinklogit", "sinktoken", "normgate", "renorm",
                                          "projgate", "combo", "combo2", "sinktoken+projgate", "offbyone+renorm",
-                                         "sinktoken+renorm"};
+                                         "sinktoken+renorm", "keygate", "outgate", "sinklogit+outgate-elem",
+                                         "combo2+outgate", "sinktoken+keygate+outgate"};
   std::string arguments = "logits";
   for (const auto& arm : arms) {
     sg::GPT model{nullptr};
