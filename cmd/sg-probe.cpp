@@ -1,13 +1,14 @@
 // sg-probe — what trained gates and sinks do: gate overrides (Table 8), sink analysis (Section 4.4,
-// Figure 5), gate selectivity (App. G, Figure 1c), the tokens a gate attenuates (App. G) and the
-// excess kurtosis of the value basis (App. G).
+// Figure 5), gate selectivity (App. G, Figure 1c), the tokens a gate attenuates (App. G), the
+// excess kurtosis of the value basis (App. G), and (by name) how close the reads come to the
+// projection gate's learned direction (Section 7's open limitation).
 //
 // Input: one or more run files (sg-train) and the token file they were trained on. Every model is
 // measured on sg-inject's fixed validation batches (--eval-seed, --batches, --batch-size,
 // --context), so arms and seeds see the same tokens; the probes are defined in
 // lib/instruments/probe.h. Probes that do not apply to an arm (overrides without a value-slot
 // gate, selectivity and gate-tokens without a gate) are left out with a warning; a single run
-// with no applicable probe is an error.
+// with no applicable probe is an error, and so is --probe direction on a run without a projection gate.
 //
 // Output: one result table (lib/SCHEMA.md, "sg-probe output"), long form: one value per row, keyed
 // by run, tier, arm, seed, probe, statistic and the probe's own keys (override, junk, cutoff, dose;
@@ -18,6 +19,8 @@
 //     sg-tabulate - --where statistic=loss --rows arm,override --cols dose
 //   sg-probe --tokens data/tokens.h5 runs/124M/*/0.h5 --probe sinks,selectivity -o results/probe.h5
 //   sg-probe --tokens data/tokens.h5 run.h5 --probe gate-tokens --min-count 50 --top 20 -o tokens.csv
+//   sg-probe --tokens data/tokens.h5 runs/124M/combo2/0.h5 --probe direction -o - |
+//     sg-tabulate - --where head=all --where statistic=cos_q50,cos_q99,cos_max --rows layer --cols statistic
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -101,6 +104,8 @@ void run(const Options& options, const std::string& command_line) {
   const bool wants_overrides =
       std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::overrides) != probe.probes.end();
   const bool any_junk = std::any_of(probe.doses.begin(), probe.doses.end(), [](double dose) { return dose > 0; });
+  const bool wants_direction =
+      std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::direction) != probe.probes.end();
   bool any_gate_tokens = false;
   std::ostringstream settings;
   settings << "probes=" << options.probes << " batches=" << probe.batches << " batch_size=" << probe.batch_size
@@ -118,6 +123,7 @@ void run(const Options& options, const std::string& command_line) {
     sg::InjectionOptions context;
     context.context = probe.context;
     sg::injection_context(context, run.state.config.model);  // throws for a context the model does not have
+    if (wants_direction) sg::require_gate_direction(arm, run.path);
     bool any = false;
     for (auto p : probe.probes) any = any || sg::probe_applies(p, arm);
     if (!any && options.runs.size() == 1)
@@ -161,12 +167,13 @@ void run(const Options& options, const std::string& command_line) {
 int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-probe",
-                         "Gate overrides, sink analysis, gate selectivity, token gates and value-basis kurtosis of "
-                         "run files; writes a result table.");
+                         "Gate overrides, sink analysis, gate selectivity, token gates, value-basis kurtosis and "
+                         "the reads' cosine to the gate direction of run files; writes a result table.");
   parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
   parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
   parser.option("--probe", options.probes,
-                "probes, comma-separated: overrides, sinks, selectivity, gate-tokens, kurtosis, or all");
+                "probes, comma-separated: overrides, sinks, selectivity, gate-tokens, kurtosis, direction, or all "
+                "(the first five)");
   parser.option("--batches", options.probe.batches, "evaluation batches (sg-inject's by default)");
   parser.option("--batch-size", options.probe.batch_size, "sequences per batch");
   parser.option("--context", options.probe.context, "tokens per sequence (0: min(512, the model's context))");

@@ -5,6 +5,7 @@
 #   make -f Makefile.experiments -j4 table8 sinks fig1 fig5 gate-tokens kurtosis DEVICE=cuda TOKENS=data/fineweb.h5
 #   make -f Makefile.experiments PROFILE=quick table8 sinks     # the quick CPU tier (the main job prints them)
 #   make -f Makefile.experiments table8-vs-paper sinks-vs-paper selectivity-vs-paper kurtosis-vs-paper
+#   make -f Makefile.experiments PROFILE=quick direction       # reads against the gate direction (not in quick)
 #
 # One sg-probe call per run: $(OUT)/probe/TIER/ARM/SEED.h5 with every probe that applies to the arm
 # (overrides need a value-slot gate; selectivity and gate-tokens a gate; sinks and kurtosis every arm),
@@ -13,7 +14,7 @@
 # Variables: PROBE_SEED (0: the run probed, as in the paper), PROBE_FLAGS (e.g. --batches 2),
 # PROBE_CONTEXT_TIER (0: min(512, the model's context); 1024 at 350M), TABLE8_TIER (124M),
 # SINKS_TIER (124M: Section 4.4, Figure 5), FIG1_TIERS (every tier), GATE_TOKENS_TIER (124M),
-# KURTOSIS_TIERS (124M 350M). Included by Makefile.experiments (OUT, BIN, TIERS, arms_of, DEVICE,
+# KURTOSIS_TIERS (124M 350M), DIRECTION_TIER (124M). Included by Makefile.experiments (OUT, BIN, TIERS, arms_of, DEVICE,
 # THREADS, LAUNCH, ARM_ORDER, ARM_LABELS, TIER_ORDER).
 
 PROBE_SEED  ?= 0
@@ -25,12 +26,14 @@ ifeq ($(PROFILE),quick)
   FIG1_TIERS       ?= $(TIERS)
   GATE_TOKENS_TIER ?= $(firstword $(TIERS))
   KURTOSIS_TIERS   ?= $(TIERS)
+  DIRECTION_TIER   ?= $(firstword $(TIERS))
 else
   TABLE8_TIER      ?= 124M
   SINKS_TIER       ?= 124M
   FIG1_TIERS       ?= 10M 50M 124M 350M
   GATE_TOKENS_TIER ?= 124M
   KURTOSIS_TIERS   ?= 124M 350M
+  DIRECTION_TIER   ?= 124M
 endif
 
 PROBE_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
@@ -38,6 +41,9 @@ PROBE_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 # any per-read gate (the routing-slot control too), whatever else their names join with '+'.
 VALUE_GATED = $(foreach a,$(1),$(if $(filter normgate projgate keygate combo combo2,$(subst +, ,$(a))),$(a)))
 GATED       = $(foreach a,$(1),$(if $(filter normgate projgate keygate combo combo2 renorm,$(subst +, ,$(a))),$(a)))
+# The arms of a list whose gate has a learned direction w_h (projection gate: on the read; key gate:
+# on the key).
+DIRECTIONAL = $(foreach a,$(1),$(if $(filter projgate keygate combo2,$(subst +, ,$(a))),$(a)))
 # The probe files of some tiers (the PROBE_SEED run of every arm there), and of their gated arms.
 probe_files       = $(foreach t,$(1),$(foreach a,$(call arms_of,$(t)),$(OUT)/probe/$(t)/$(a)/$(PROBE_SEED).h5))
 gated_probe_files = $(foreach t,$(1),$(foreach a,$(call $(2),$(call arms_of,$(t))),$(OUT)/probe/$(t)/$(a)/$(PROBE_SEED).h5))
@@ -55,7 +61,8 @@ SINKS_FLAGS := --where probe=sinks --where layer=all --where head=all --rows arm
   --label 'statistic:sink_token_mass=mass on the sink token' --label 'statistic:r0_ratio=position-0 norm ratio' \
   --order arm=$(ARM_ORDER) $(ARM_LABELS) --header arm=Arm
 
-.PHONY: probes table8 sinks fig1 fig5 gate-tokens kurtosis table8-vs-paper sinks-vs-paper selectivity-vs-paper kurtosis-vs-paper
+.PHONY: probes table8 sinks fig1 fig5 gate-tokens kurtosis direction table8-vs-paper sinks-vs-paper selectivity-vs-paper \
+        kurtosis-vs-paper
 
 probes: $(call probe_files,$(sort $(TABLE8_TIER) $(SINKS_TIER) $(FIG1_TIERS) $(GATE_TOKENS_TIER) $(KURTOSIS_TIERS)))
 
@@ -155,3 +162,34 @@ $(OUT)/fig1.png $(OUT)/fig1.tsv &: $(OUT)/fig1-a.tsv $(OUT)/fig1-b.tsv $(OUT)/fi
 	  data='$(OUT)/fig1.tsv'; tiers='$(FIG1_TIERS)'; seed='$(PROBE_SEED)'; \
 	  seeds='$(foreach t,$(FIG1_TIERS),$(t):$(subst $(space),$(comma),$(strip $(call seeds_of,$(t)))))'" \
 	  $(PROBE_PIPELINES)/fig1.gp
+
+# Section 7's open limitation: how close the reads come to each head's learned gate direction. One
+# `sg-probe --probe direction` per PROBE_SEED run of an arm with a projection or key gate at DIRECTION_TIER
+# ($(OUT)/direction/TIER/ARM/SEED.h5, apart from the probe files: `all` does not include it); a table
+# of the pooled quantiles and shares per arm and layer, and the figure (pipelines/direction.gp).
+direction_files = $(foreach a,$(call DIRECTIONAL,$(call arms_of,$(DIRECTION_TIER))),$(OUT)/direction/$(DIRECTION_TIER)/$(a)/$(PROBE_SEED).h5)
+DIRECTION_LABELS := --label 'statistic:cos_q50=median cos' --label 'statistic:cos_q99=cos q99' --label 'statistic:cos_max=max cos' \
+  --label 'statistic:share_cos_above_0.5=share > 0.5' --label 'statistic:share_cos_above_0.8=share > 0.8' \
+  --label 'statistic:share_cos_above_0.9=share > 0.9' --label 'statistic:mean_gate_cos_above_0.5=gate at cos > 0.5' \
+  --label 'statistic:mean_gate=mean gate' --label 'layer:all=every layer'
+direction: $(OUT)/direction.md $(OUT)/direction.png
+$(OUT)/direction/%.h5: $(OUT)/runs/%.h5 | $(TOKENS)
+	@mkdir -p $(@D)
+	$(LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe direction \
+	  --context $(or $(PROBE_CONTEXT_$(call tier_of,$*)),0) --device $(DEVICE) --threads $(THREADS) $(PROBE_FLAGS) \
+	  -o $@ --force
+$(OUT)/direction.h5: $(direction_files)
+	$(if $^,$(BIN)/sg-tabulate $^ --where head=all --format h5 -o $@ --force,rm -f $@)
+$(OUT)/direction.md: $(OUT)/direction.h5
+	if [ -s $< ]; then $(BIN)/sg-tabulate $< --rows arm,layer --cols statistic --cell value --decimals 3 \
+	  --where statistic=cos_q50,cos_q99,cos_max,share_cos_above_0.5,share_cos_above_0.8,share_cos_above_0.9,mean_gate_cos_above_0.5,mean_gate \
+	  --col-order cos_q50,cos_q99,cos_max,share_cos_above_0.5,share_cos_above_0.8,share_cos_above_0.9,mean_gate_cos_above_0.5,mean_gate \
+	  $(DIRECTION_LABELS) --order arm=$(ARM_ORDER) $(ARM_LABELS) --header arm=Arm --header layer=Layer -o $@.tmp --force; \
+	else echo "No direction probe: it needs an arm with a projection or key gate (projgate, combo2, keygate, ZERO+projgate, ZERO+keygate) at $(DIRECTION_TIER)." > $@.tmp; \
+	fi && mv $@.tmp $@
+$(OUT)/direction-hist.tsv: $(OUT)/direction.h5
+	if [ -s $< ]; then $(BIN)/sg-tabulate $< --rows arm,layer,statistic --cell value --format tsv -o $@ --force; \
+	else : > $@; fi
+$(OUT)/direction.png $(OUT)/direction.tsv &: $(OUT)/direction-hist.tsv $(PROBE_PIPELINES)/direction.gp $(PROBE_PIPELINES)/figures.gp
+	gnuplot -e "input='$<'; output='$(OUT)/direction.png'; data='$(OUT)/direction.tsv'; tier='$(DIRECTION_TIER)'; \
+	  seed='$(PROBE_SEED)'; arms='$(call DIRECTIONAL,$(call arms_of,$(DIRECTION_TIER)))'" $(PROBE_PIPELINES)/direction.gp

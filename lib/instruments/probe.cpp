@@ -98,6 +98,7 @@ std::string to_string(Probe probe) {
     case Probe::selectivity: return "selectivity";
     case Probe::gate_tokens: return "gate-tokens";
     case Probe::kurtosis: return "kurtosis";
+    case Probe::direction: return "direction";
   }
   return "?";
 }
@@ -110,8 +111,10 @@ const std::vector<Probe>& all_probes() {
 
 std::vector<Probe> parse_probes(const std::string& list) {
   if (trim(list) == "all") return all_probes();
+  std::vector<Probe> known = all_probes();
+  known.push_back(Probe::direction);
   std::vector<std::string> names;
-  for (Probe p : all_probes()) names.push_back(to_string(p));
+  for (Probe p : known) names.push_back(to_string(p));
   std::vector<Probe> out;
   const auto items = split_list(list);
   if (items.empty()) throw UsageError("--probe is empty", "name probes: " + join(names, ", ") + ", or all");
@@ -120,7 +123,7 @@ std::vector<Probe> parse_probes(const std::string& list) {
     if (it == names.end())
       throw UsageError("--probe: unknown probe '" + item + "'",
                        did_you_mean(item, names) + "the probes are " + join(names, ", ") + ", or all");
-    const Probe probe = all_probes()[it - names.begin()];
+    const Probe probe = known[it - names.begin()];
     if (std::find(out.begin(), out.end(), probe) != out.end())
       throw UsageError("--probe: '" + item + "' is given twice");
     out.push_back(probe);
@@ -133,10 +136,133 @@ bool probe_applies(Probe probe, const Arm& arm) {
     case Probe::overrides: return arm.gates_values();
     case Probe::selectivity:
     case Probe::gate_tokens: return arm.filter != Filter::none;
+    case Probe::direction: return arm.has_gate_direction();
     case Probe::sinks:
     case Probe::kurtosis: return true;
   }
   return false;
+}
+
+// --- the direction probe ---------------------------------------------------------------------
+
+void require_gate_direction(const Arm& arm, const std::string& where) {
+  if (arm.has_gate_direction()) return;
+  throw UsageError("the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, "
+                   "ZERO+projgate) or a key gate (keygate, ZERO+keygate); arm is " +
+                       arm.name() + (where.empty() ? "" : " (" + where + ")"),
+                   "probe only runs of arms with a projection or key gate with --probe direction");
+}
+
+DirectionInput direction_input(const Arm& arm, const AttentionTelemetry& telemetry, const ArmParameters& params) {
+  require_gate_direction(arm);
+  switch (arm.filter) {
+    case Filter::projgate: return {telemetry.reads, params.gate_w, telemetry.gates};  // g_j = sigmoid(w_h . v_j + b_h)
+    case Filter::keygate: return {telemetry.keys, params.gate_w, telemetry.gates};    // sigmoid(w_h . k_j / sqrt(d) + b_h)
+    default: break;
+  }
+  throw UsageError("the direction probe has no input for arm " + arm.name());  // has_gate_direction disagrees
+}
+
+namespace {
+
+/// The summary of one population: cos (NaN where a vector has no cosine) and gates, one per vector.
+DirectionSummary summarise_direction(const std::vector<double>& cos, const std::vector<double>& gates) {
+  DirectionSummary out;
+  std::vector<double> sorted;
+  sorted.reserve(cos.size());
+  for (const double c : cos)
+    if (!std::isnan(c)) sorted.push_back(c);
+  std::sort(sorted.begin(), sorted.end());
+  const auto n = static_cast<int64_t>(sorted.size());
+  out.vectors = n;
+  out.mean_gate = gates.empty() ? kNaN : std::accumulate(gates.begin(), gates.end(), 0.0) / gates.size();
+  for (size_t q = 0; q < kDirectionQuantiles.size(); ++q) {
+    if (n == 0) {
+      out.cos[q] = kNaN;
+      continue;
+    }
+    // Linear interpolation between order statistics (Hyndman and Fan's type 7, numpy's default).
+    const double h = kDirectionQuantiles[q] * static_cast<double>(n - 1);
+    const auto low = static_cast<int64_t>(std::floor(h));
+    const int64_t high = std::min(low + 1, n - 1);
+    out.cos[q] = sorted[low] + (h - static_cast<double>(low)) * (sorted[high] - sorted[low]);
+  }
+  std::array<int64_t, kDirectionThresholds.size()> above{};
+  std::array<double, kDirectionThresholds.size()> gate_sums{};
+  std::array<int64_t, kDirectionBins> bins{};
+  for (size_t j = 0; j < cos.size(); ++j) {
+    const double c = cos[j];
+    if (std::isnan(c)) continue;
+    for (size_t t = 0; t < kDirectionThresholds.size(); ++t)
+      if (c > kDirectionThresholds[t]) ++above[t], gate_sums[t] += gates[j];
+    const auto bin = static_cast<int64_t>(std::floor((c + 1.0) * (kDirectionBins / 2)));
+    ++bins[std::clamp<int64_t>(bin, 0, kDirectionBins - 1)];
+  }
+  for (size_t t = 0; t < kDirectionThresholds.size(); ++t) {
+    out.share_above[t] = n > 0 ? static_cast<double>(above[t]) / n : kNaN;
+    out.mean_gate_above[t] = above[t] > 0 ? gate_sums[t] / above[t] : kNaN;
+  }
+  for (int64_t k = 0; k < kDirectionBins; ++k) out.histogram[k] = n > 0 ? static_cast<double>(bins[k]) / n : kNaN;
+  return out;
+}
+
+}  // namespace
+
+DirectionAccumulator::DirectionAccumulator(int64_t layers, int64_t heads)
+    : heads_(heads), heads_of_(static_cast<size_t>(layers * heads)) {}
+
+void DirectionAccumulator::add(int64_t layer, const torch::Tensor& vectors, const torch::Tensor& direction,
+                               const torch::Tensor& gates, int64_t extra) {
+  if (layer < 0 || (layer + 1) * heads_ > static_cast<int64_t>(heads_of_.size()) || vectors.dim() != 4 ||
+      vectors.size(1) != heads_)
+    throw UsageError("direction: layer " + std::to_string(layer) + " or its heads do not fit the accumulator");
+  const int64_t text = vectors.size(2) - extra, d = vectors.size(3);
+  if (direction.dim() != 2 || direction.size(0) != heads_ || direction.size(1) != d || gates.dim() != 3 ||
+      gates.size(0) != vectors.size(0) || gates.size(1) != heads_ || gates.size(2) != vectors.size(2))
+    throw UsageError("direction: the direction (H, d) and gates (B, H, T) do not fit the vectors (B, H, T, d)");
+  const auto x = vectors.narrow(2, extra, text).to(torch::kCPU, torch::kDouble);  // (B, H, T, d)
+  const auto w = direction.to(torch::kCPU, torch::kDouble);                       // (H, d)
+  const auto g = gates.narrow(2, extra, text).to(torch::kCPU, torch::kDouble);    // (B, H, T)
+  const auto dot = (x * w.unsqueeze(0).unsqueeze(2)).sum(-1);                     // (B, H, T)
+  const auto norms = x.norm(2, -1) * w.norm(2, -1).unsqueeze(0).unsqueeze(2);     // (B, H, T)
+  const auto cos = torch::where(norms > 0, (dot / norms).clamp(-1.0, 1.0), torch::full_like(dot, kNaN));
+  for (int64_t h = 0; h < heads_; ++h) {
+    auto& head = heads_of_[layer * heads_ + h];
+    const auto c = cos.select(1, h).contiguous();  // (B, T)
+    const auto gh = g.select(1, h).contiguous();
+    head.cos.insert(head.cos.end(), c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+    head.gates.insert(head.gates.end(), gh.data_ptr<double>(), gh.data_ptr<double>() + gh.numel());
+  }
+}
+
+DirectionSummary DirectionAccumulator::summary(int64_t layer, int64_t head) const {
+  const auto layers = static_cast<int64_t>(heads_of_.size()) / heads_;
+  if (layer < -1 || layer >= layers || head < -1 || head >= heads_ || (layer == -1 && head != -1))
+    throw UsageError("direction: no summary for layer " + std::to_string(layer) + ", head " + std::to_string(head));
+  if (head >= 0) {
+    const auto& one = heads_of_[layer * heads_ + head];
+    return summarise_direction(one.cos, one.gates);
+  }
+  std::vector<double> cos, gates;
+  const int64_t first = layer >= 0 ? layer : 0, last = layer >= 0 ? layer + 1 : layers;
+  for (int64_t l = first; l < last; ++l)
+    for (int64_t h = 0; h < heads_; ++h) {
+      const auto& one = heads_of_[l * heads_ + h];
+      cos.insert(cos.end(), one.cos.begin(), one.cos.end());
+      gates.insert(gates.end(), one.gates.begin(), one.gates.end());
+    }
+  return summarise_direction(cos, gates);
+}
+
+std::vector<DirectionSummary> direction_statistics(const torch::Tensor& vectors, const torch::Tensor& direction,
+                                                   const torch::Tensor& gates) {
+  if (vectors.dim() != 4) throw UsageError("direction: the vectors must be (B, H, T, d)");
+  DirectionAccumulator accumulator(1, vectors.size(1));
+  accumulator.add(0, vectors, direction, gates, /*extra=*/0);
+  std::vector<DirectionSummary> out;
+  for (int64_t h = 0; h < vectors.size(1); ++h) out.push_back(accumulator.summary(0, h));
+  out.push_back(accumulator.summary(0, -1));
+  return out;
 }
 
 // --- accumulators ----------------------------------------------------------------------------
@@ -311,11 +437,13 @@ struct Telemetry {
       : incidence(run.layers, run.heads, survey, run.options.batches * run.options.batch_size),
         selectivity(run.layers, run.heads),
         gate_tokens(run.asked(Probe::gate_tokens) ? run.layers : 0, run.vocab_size),
-        kurtosis(run.layers) {}
+        kurtosis(run.layers),
+        direction(run.layers, run.heads) {}
   IncidenceAccumulator incidence;
   SelectivityAccumulator selectivity;
   GateTokenAccumulator gate_tokens;
   KurtosisAccumulator kurtosis;
+  DirectionAccumulator direction;
   std::vector<HeadIncidence> incidence_heads;  // incidence.finish(), where sinks or selectivity need it
   // The output gate per (layer, head), over the text's query positions: the sum of its value (the
   // mean over the head's dimensions, element-wise), of the rows it closes below kClosedGate, and rows.
@@ -403,7 +531,54 @@ void gate_token_rows(const ProbeRun& run, const Telemetry& telemetry) {
   }
 }
 
-/// sinks, selectivity, gate-tokens and kurtosis: one clean pass with telemetry, then each probe's rows.
+/// The statistic names of a DirectionSummary, in the order direction_values gives them.
+std::vector<std::string> direction_names() {
+  static const char* quantile_names[] = {"min", "q01", "q05", "q25", "q50", "q75", "q95", "q99", "max"};
+  std::vector<std::string> names;
+  for (const char* q : quantile_names) names.push_back(std::string("cos_") + q);
+  for (const double t : kDirectionThresholds) names.push_back("share_cos_above_" + format_exact(t));
+  for (const double t : kDirectionThresholds) names.push_back("mean_gate_cos_above_" + format_exact(t));
+  names.push_back("mean_gate");
+  names.push_back("reads");
+  for (int64_t k = 0; k < kDirectionBins; ++k) {
+    char name[32];
+    std::snprintf(name, sizeof name, "cos_hist_%02lld", static_cast<long long>(k));
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<double> direction_values(const DirectionSummary& s) {
+  std::vector<double> values(s.cos.begin(), s.cos.end());
+  values.insert(values.end(), s.share_above.begin(), s.share_above.end());
+  values.insert(values.end(), s.mean_gate_above.begin(), s.mean_gate_above.end());
+  values.push_back(s.mean_gate);
+  values.push_back(static_cast<double>(s.vectors));
+  values.insert(values.end(), s.histogram.begin(), s.histogram.end());
+  return values;
+}
+
+/// Per head, per layer (head all: the layer's heads pooled) and for the model (every head pooled).
+void direction_rows(const ProbeRun& run, const Telemetry& telemetry) {
+  const auto names = direction_names();
+  auto add = [&](int64_t layer, int64_t head) {
+    const auto values = direction_values(telemetry.direction.summary(layer, head));
+    for (size_t s = 0; s < names.size(); ++s) {
+      ProbeRow row{Probe::direction, names[s]};
+      if (layer >= 0) row.layer = std::to_string(layer);
+      if (head >= 0) row.head = std::to_string(head);
+      row.value = values[s];
+      run.result.rows.push_back(row);
+    }
+  };
+  for (int64_t l = 0; l < run.layers; ++l) {
+    for (int64_t h = 0; h < run.heads; ++h) add(l, h);
+    add(l, -1);
+  }
+  add(-1, -1);
+}
+
+/// sinks, selectivity, gate-tokens, kurtosis and direction: one clean pass with telemetry, then each probe's rows.
 void telemetry_probes(ProbeRun& run) {
   SurveyOptions survey;
   survey.sink_positions = run.options.sink_positions;
@@ -411,7 +586,10 @@ void telemetry_probes(ProbeRun& run) {
   const bool want_incidence = run.asked(Probe::sinks) || (run.asked(Probe::selectivity) && run.zero_option);
   Telemetry telemetry(run, survey);
   const bool sinks = run.asked(Probe::sinks), selectivity = run.asked(Probe::selectivity),
-             gate_tokens = run.asked(Probe::gate_tokens), kurtosis = run.asked(Probe::kurtosis);
+             gate_tokens = run.asked(Probe::gate_tokens), kurtosis = run.asked(Probe::kurtosis),
+             direction = run.asked(Probe::direction);
+  std::vector<ArmParameters> parameters;  // per layer: the direction's w_h
+  for (const auto& block : *run.model.blocks) parameters.push_back(block->as<Block>()->attn->arm_parameters());
   size_t current = 0;
   auto hooks = std::make_shared<AttentionHooks>();
   const bool output_gate = sinks && run.arm.has_output_gate();
@@ -433,6 +611,10 @@ void telemetry_probes(ProbeRun& run) {
     if (selectivity) telemetry.selectivity.add(layer, t.weights, t.gates, run.extra, run.options.sink_positions);
     if (gate_tokens) telemetry.gate_tokens.add(layer, t.gates, run.batches[current].inputs, run.extra);
     if (kurtosis) telemetry.kurtosis.add(layer, t.reads, run.extra);
+    if (direction) {
+      const auto input = direction_input(run.arm, t, parameters.at(layer));
+      telemetry.direction.add(layer, input.vectors, input.direction, input.gates, run.extra);
+    }
   };
   run.model.set_hooks(hooks);
   for (current = 0; current < run.batches.size(); ++current) run.model.hidden(run.batches[current].inputs);
@@ -442,6 +624,7 @@ void telemetry_probes(ProbeRun& run) {
   if (selectivity) selectivity_rows(run, telemetry);
   if (kurtosis) kurtosis_rows(run, telemetry);
   if (gate_tokens) gate_token_rows(run, telemetry);
+  if (direction) direction_rows(run, telemetry);
   run.progress.report("telemetry (" + std::to_string(run.batches.size()) + " batches)");
 }
 
@@ -535,6 +718,9 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
   if (result.context <= options.sink_positions)
     throw UsageError("--context " + std::to_string(result.context) + " leaves no query after the " +
                      std::to_string(options.sink_positions) + " sink position(s)");
+  // The direction probe is asked by name only: an arm without a gate direction is a usage error.
+  if (std::find(options.probes.begin(), options.probes.end(), Probe::direction) != options.probes.end())
+    require_gate_direction(arm);
   for (Probe p : options.probes)
     if (!probe_applies(p, arm)) result.skipped.push_back(p);
   auto asked = [&](Probe p) { return sg::asked(options, arm, p); };
@@ -552,8 +738,8 @@ ProbeResult probe_model(GPTImpl& model, const RunConfig& config, const TokenFile
           if (const auto why = junk_not_defined(junk, arm); !why.empty()) throw UsageError(why);
           columns.push_back({CorruptionSpec{junk, cutoff, dose, options.seed, extra}});
         }
-  const bool telemetry_on =
-      asked(Probe::sinks) || asked(Probe::selectivity) || asked(Probe::gate_tokens) || asked(Probe::kurtosis);
+  const bool telemetry_on = asked(Probe::sinks) || asked(Probe::selectivity) || asked(Probe::gate_tokens) ||
+                            asked(Probe::kurtosis) || asked(Probe::direction);
 
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(options.device);

@@ -36,6 +36,12 @@
 //   kurtosis     (App. G "Basis-alignment control"; every arm) the excess kurtosis m4/m2² − 3 of
 //                each coordinate of a head's reads (before any gate) over the tokens of the
 //                batches, averaged over coordinates (per head), heads (per layer) and layers.
+//   direction    (Section 7's open limitation; arms with a projection gate, asked by name, not part
+//                of "all") how close natural reads come to the head's learned gate direction: the
+//                distribution over every read v_j at every text position of the batches of
+//                cos(v_j, w_h), and the gate g_j = sigmoid(w_h . v_j + b_h) at those reads
+//                (DirectionSummary). Per head, and pooled over the reads of a layer's heads
+//                (head all) and of every head (layer all, head all): pooled, not averaged.
 // The overrides treat every key of a row alike, the sink token's read included (it has a gate in
 // the ZERO+filter arms that combine a sink token with a gate): what is overridden is the gate the
 // model applies, wherever it applies it.
@@ -49,6 +55,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -57,6 +64,7 @@
 
 #include "lib/instruments/corruption.h"
 #include "lib/io/results.h"
+#include "lib/model/attention.h"
 #include "lib/run/config.h"
 #include "lib/model/model.h"
 #include "lib/text/token_file.h"
@@ -64,18 +72,80 @@
 
 namespace sg {
 
-enum class Probe { overrides, sinks, selectivity, gate_tokens, kurtosis };
+enum class Probe { overrides, sinks, selectivity, gate_tokens, kurtosis, direction };
 
-/// "overrides", "sinks", "selectivity", "gate-tokens", "kurtosis".
+/// "overrides", "sinks", "selectivity", "gate-tokens", "kurtosis", "direction".
 std::string to_string(Probe probe);
-/// Every probe, in the order above.
+/// The paper's probes, in the order above: what "all" means (direction is asked by name).
 const std::vector<Probe>& all_probes();
 /// A comma list of probe names, or "all"; UsageError naming the item (with a did-you-mean) for an
 /// unknown or repeated name, or an empty list.
 std::vector<Probe> parse_probes(const std::string& list);
 /// Whether a probe measures something in an arm: overrides need a value-slot gate, selectivity
-/// and gate-tokens any gate; sinks and kurtosis apply to every arm.
+/// and gate-tokens any gate, direction a gate with a learned direction (Arm::has_gate_direction);
+/// sinks and kurtosis apply to every arm.
 bool probe_applies(Probe probe, const Arm& arm);
+
+// --- the direction probe ---------------------------------------------------------------------
+
+/// UsageError "the direction probe needs a projection or key gate (…); arm is X" unless
+/// Arm::has_gate_direction (the projection gate's w_h on the reads, the key gate's on the keys);
+/// `where` (a run file, or empty) is named in the message.
+void require_gate_direction(const Arm& arm, const std::string& where = "");
+
+/// What the direction probe measures in one layer: the vectors the gate decides on (B, H, E+T, d),
+/// the gate's direction (H, d) and the gate values at those vectors (B, H, E+T).
+struct DirectionInput {
+  torch::Tensor vectors, direction, gates;
+};
+/// The direction input of an arm's layer from its telemetry and parameters, the one place that maps
+/// an arm to what the direction probe measures: the projection gate's reads v_j (before the gate),
+/// or the key gate's keys k_j, with w_h and g_j. Throws require_gate_direction's UsageError otherwise.
+DirectionInput direction_input(const Arm& arm, const AttentionTelemetry& telemetry, const ArmParameters& params);
+
+/// The cosine thresholds and histogram of DirectionSummary.
+constexpr std::array<double, 3> kDirectionThresholds = {0.5, 0.8, 0.9};
+constexpr std::array<double, 9> kDirectionQuantiles = {0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1};
+constexpr int64_t kDirectionBins = 40;  // bin k: cos in [-1 + k/20, -1 + (k+1)/20); the last bin holds 1
+
+/// The distribution of c_j = cos(x_j, w) over a population of vectors x_j with gate values g_j.
+/// The cosine statistics are over the vectors that have a cosine (w != 0 and x_j != 0); with none,
+/// they are NaN and `vectors` is 0. mean_gate is over every vector, with a cosine or not.
+struct DirectionSummary {
+  int64_t vectors = 0;                                   // vectors with a cosine
+  std::array<double, kDirectionQuantiles.size()> cos{};  // min, q01, q05, q25, q50, q75, q95, q99, max
+                                                         // (linear interpolation between order statistics)
+  std::array<double, kDirectionThresholds.size()> share_above{};      // share of c_j > threshold
+  std::array<double, kDirectionThresholds.size()> mean_gate_above{};  // mean g_j over c_j > threshold; NaN: none
+  double mean_gate = 0;                                  // mean g_j over every vector; NaN: no vector
+  std::array<double, kDirectionBins> histogram{};        // share of the vectors with a cosine in each bin
+};
+
+/// Cosines and gates collected one layer at a time, summarised per head and pooled.
+class DirectionAccumulator {
+ public:
+  DirectionAccumulator(int64_t layers, int64_t heads);
+  /// vectors (B, H, E+T, d), direction (H, d), gates (B, H, E+T); the first E positions are skipped.
+  /// Cosines are computed in float64; a head with |w_h| = 0 or a vector of norm 0 gives no cosine.
+  void add(int64_t layer, const torch::Tensor& vectors, const torch::Tensor& direction, const torch::Tensor& gates,
+           int64_t extra);
+  /// One head (layer, head), the pooled reads of a layer's heads (head -1), or of every head
+  /// (layer -1, head -1).
+  DirectionSummary summary(int64_t layer, int64_t head) const;
+
+ private:
+  int64_t heads_;
+  struct Head {
+    std::vector<double> cos;    // NaN where the vector has no cosine
+    std::vector<double> gates;  // one per vector
+  };
+  std::vector<Head> heads_of_;  // layer-major
+};
+
+/// The direction statistics of one batch of vectors: (H) per-head summaries, then the pooled one
+/// (H + 1 entries). vectors (B, H, T, d), direction (H, d), gates (B, H, T).
+std::vector<DirectionSummary> direction_statistics(const torch::Tensor& vectors, const torch::Tensor& direction,
+                                                   const torch::Tensor& gates);
 
 struct ProbeOptions {
   std::vector<Probe> probes = all_probes();

@@ -337,6 +337,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const
     record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
     record.gates = gates.defined() ? gates.detach() : torch::Tensor();
     record.reads = v.detach().to(math);
+    record.keys = k.detach().to(math);
     record.output_gates = out_gates.defined() ? out_gates.detach() : torch::Tensor();
     hooks->telemetry(options.layer, record);
   }

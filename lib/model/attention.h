@@ -42,6 +42,7 @@ struct AttentionTelemetry {
   torch::Tensor read_norms;    // (B, H, Tk) |v_j|/sqrt(d), after corruption, before any gate
   torch::Tensor gates;         // (B, H, Tk) gate values g_j; undefined without a gate
   torch::Tensor reads;         // (B, H, Tk, d) reads after corruption, before any gate
+  torch::Tensor keys;          // (B, H, Tk, d) keys after corruption (the key gate decides on them)
   torch::Tensor output_gates;  // (B, H, Tq, 1) head-wise or (B, H, Tq, d) element-wise; undefined without
 };
 

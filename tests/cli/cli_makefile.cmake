@@ -25,6 +25,15 @@ add_test(NAME "make: the paper profile's dry run lists the probes of Table 8, Fi
 set_tests_properties("make: the paper profile's dry run lists the probes of Table 8, Figures 1, 5 and App. G" PROPERTIES
   PASS_REGULAR_EXPRESSION "sg-probe --tokens [^ ]*tokens.h5 [^ ]*runs/124M/normgate/0.h5 --probe all .*sg-probe --tokens [^ ]*tokens.h5 [^ ]*runs/124M/baseline/0.h5 --probe sinks,kurtosis .*runs/350M/combo/0.h5 --probe all[^\n]*\n[^\n]*--context 1024.*gnuplot")
 
+# The direction target probes the projection-gate arms at 124M by name (projgate, combo2; never the
+# baseline or the norm-gate arms), then tabulates and draws them.
+add_test(NAME "make: the paper profile's direction target probes the projection-gate runs at 124M and draws them"
+         COMMAND bash -c "${SG_MAKE_LINE} -n PROFILE=paper OUT=${SG_MAKE_WORK}/dry-paper TOKENS=${SG_MAKE_WORK}/dry-paper/tokens.h5 \
+direction > ${SG_MAKE_WORK}-direction.txt && grep -c -- '--probe direction' ${SG_MAKE_WORK}-direction.txt && \
+grep -o 'runs/124M/[a-z0-9]*/0.h5 --probe direction' ${SG_MAKE_WORK}-direction.txt && grep -c 'direction.gp' ${SG_MAKE_WORK}-direction.txt")
+set_tests_properties("make: the paper profile's direction target probes the projection-gate runs at 124M and draws them" PROPERTIES
+  PASS_REGULAR_EXPRESSION "^2\nruns/124M/projgate/0.h5 --probe direction\nruns/124M/combo2/0.h5 --probe direction\n1\n$")
+
 add_test(NAME "make: a tiny end-to-end run produces Tables 1, 2, 5, 6, 8, 9, the sink analysis, Figures 1, 5 and the curves"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/run'; ${SG_MAKE_LINE} -j2 PROFILE=quick TIERS=tiny OUT=${SG_MAKE_WORK}/run \
 TOKENS=${SG_CLI_DATA}/tokens.h5 ARMS='baseline sinklogit projgate combo2' SEEDS='0 1' THREADS=1 \

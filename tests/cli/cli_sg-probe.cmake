@@ -23,6 +23,23 @@ set_tests_properties("cli: sg-probe writes one table for several runs that sg-ta
   FIXTURES_REQUIRED "${SG_PROBE_FIXTURES}"
   PASS_REGULAR_EXPRESSION "\\| arm \\| override \\| 0 \\| 0\\.2 \\|.*\\| combo2 \\| trained \\| [0-9.]+ \\| [0-9.]+ \\|\n\\|  \\| row-mean [^\n]*\n\\|  \\| shuffle [^\n]*\n\\|  \\| reopen [^\n]*\n\\| arm \\| position0_mass \\| phantom_mass \\| sink_mass \\| r0_ratio \\|.*\\| combo2 \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\|.*\\| baseline \\| 0\\.[0-9]+ \\| – \\|.*most-attenuated,1,[0-9]+,[^,\n]+,[0-9]+.*\n1\n")
 
+# The direction probe on the combo2 run (tiny tier: 2 layers, 2 heads): 57 statistics for each of
+# the 4 heads, the 2 layers pooled and the model pooled (399 rows); every read of the batches
+# (2 batches x 4 sequences x 32 positions = 256 a head, 1,024 for the model) counted, the histogram's shares summing to 1.
+add_test(NAME "cli: sg-probe direction writes its rows for every head, layer and the model"
+         COMMAND bash -c "set -euo pipefail; ${probe} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_CLI_DATA}/run.h5 \
+--probe direction --batches 2 --batch-size 4 -o ${SG_PROBE_DATA}/direction.h5 --force --log-level quiet; \
+tab=$<TARGET_FILE:sg-tabulate>; \
+echo rows $($tab ${SG_PROBE_DATA}/direction.h5 --rows probe,layer,head,statistic --cell value --format csv | tail -n +2 | wc -l); \
+echo keys $($tab ${SG_PROBE_DATA}/direction.h5 --rows layer,head --cols statistic --cell value --format csv | tail -n +2 | cut -d, -f1,2 | tr '\\n' ' '); \
+$tab ${SG_PROBE_DATA}/direction.h5 --where layer=all --where head=all --where statistic=reads,cos_min,cos_max,share_cos_above_0.9,mean_gate \
+--rows statistic --cell value --format csv | sort; \
+$tab ${SG_PROBE_DATA}/direction.h5 --where layer=0 --where head=1 --rows statistic --cell value --format tsv | \
+awk -F '\\t' '$1 ~ /^cos_hist_/ { n++; s += $2 } END { printf \"bins %d sum %.6f\\n\", n, s }'")
+set_tests_properties("cli: sg-probe direction writes its rows for every head, layer and the model" PROPERTIES
+  FIXTURES_REQUIRED "${SG_PROBE_FIXTURES}"
+  PASS_REGULAR_EXPRESSION "rows 399\nkeys 0,0 0,1 0,all 1,0 1,1 1,all all,all\n.*cos_max,(1|0\\.[0-9]+)\n.*cos_min,-?[0-9.]+\n.*mean_gate,0\\.[0-9]+\n.*reads,1024\n.*share_cos_above_0\\.9,[0-9.]+\n.*bins 40 sum 1\\.000000")
+
 function(sg_probe_error name args code message)
   add_test(NAME "cli: sg-probe ${name}"
            COMMAND ${CMAKE_COMMAND} -DCMD=${probe} "-DARGS=--tokens;${SG_CLI_DATA}/tokens.h5;${args}"
@@ -32,6 +49,12 @@ endfunction()
 sg_probe_error("refuses overrides alone on an arm without a gate"
                "${SG_INJECT_DATA}/baseline.h5;--probe;overrides;-o;${SG_PROBE_DATA}/never.h5" 2
                "none of the probes asked for applies to arm baseline")
+sg_probe_error("refuses the direction probe on an arm without a projection or key gate"
+               "${SG_INJECT_DATA}/baseline.h5;--probe;direction;-o;${SG_PROBE_DATA}/never.h5" 2
+               "the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, ZERO+projgate) or a key gate (keygate, ZERO+keygate)")
+sg_probe_error("refuses the direction probe on any run without a projection or key gate"
+               "${SG_CLI_DATA}/run.h5;${SG_INJECT_DATA}/baseline.h5;--probe;sinks,direction;-o;${SG_PROBE_DATA}/never.h5" 2
+               "arm is baseline (${SG_INJECT_DATA}/baseline.h5)")
 sg_probe_error("names an unknown probe with a suggestion" "${SG_CLI_DATA}/run.h5;--probe;sinkz;-o;${SG_PROBE_DATA}/never.h5"
                2 "did you mean 'sinks'?")
 sg_probe_error("refuses a vocabulary other than the one the token file records"

@@ -16,7 +16,7 @@ tiny=(PROFILE=quick TIERS=tiny OUT="$work" TOKENS="$tokens" ARMS='baseline sinkl
       INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet'
       TOY_DIR="$work/toy" TOY_CONDITIONS='blind visible' TOY_LOADS='1 2' TOY_SEEDS=0,1 TOY_ARMS=baseline,normgate,oracle
       TOY_FLAGS='--steps 20 --batch-size 16 --eval-sequences 256 --log-interval 0 --log-level quiet')
-if ! "$@" -j2 "${tiny[@]}" fig1 fig2 fig3 fig5 curves > "$work/make.log" 2>&1; then
+if ! "$@" -j2 "${tiny[@]}" fig1 fig2 fig3 fig5 curves direction > "$work/make.log" 2>&1; then
   echo "make failed:"; tail -n 30 "$work/make.log"; exit 1
 fi
 
@@ -32,7 +32,7 @@ rows() {  # FILE [CONDITION]
   awk -F'\t' "!/^#/ && (${2:-1}) { n++ } END { print n + 0 }" "$1"
 }
 
-for f in fig1 fig2 fig5 curves toy/fig3; do
+for f in fig1 fig2 fig5 curves direction toy/fig3; do
   check "$f.png is a PNG" "$(head -c 4 "$work/$f.png" | tail -c 3)" PNG
 done
 
@@ -65,6 +65,15 @@ f=$work/fig5.tsv
 check "fig5 arms" "$(values "$f" 1 '$1')" "baseline combo2 sinklogit"
 check "fig5 bars" "$(values "$f" 1 '$1 ":" $2')" \
   "baseline:position0_mass baseline:r0_ratio combo2:phantom_mass combo2:position0_mass combo2:r0_ratio sinklogit:phantom_mass sinklogit:position0_mass sinklogit:r0_ratio"
+
+# The direction figure: combo2, the only arm with a projection gate; a series per layer and one for
+# the model, 40 bins each, each series' shares summing to 1; the table has a row per layer and the model.
+f=$work/direction.tsv
+check "direction series" "$(values "$f" 'NF > 0' '$1 ":" $2')" "combo2:0 combo2:1 combo2:all"
+check "direction points: 3 series x 40 bins" "$(rows "$f" 'NF > 0')" 120
+check "direction series sum to 1" \
+  "$(awk -F'\t' '!/^#/ && NF > 0 { s[$1 ":" $2] += $4 * 0.05 } END { for (k in s) printf "%.4f\n", s[k] }' "$f" | sort -u)" 1.0000
+check "direction table rows" "$(grep -c '^| combo2 | 0 \|^|  | 1 \|^|  | every layer ' "$work/direction.md")" 3
 
 # The curves: every run, with its training and validation losses.
 f=$work/curves.tsv

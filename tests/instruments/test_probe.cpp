@@ -503,3 +503,250 @@ TEST_CASE("the shuffle is the same permutation for every arm at one seed, and an
     differs = !(sg::overridden_gates(sg::GateOverride::shuffle, index, weights, allowed, seed) == a).all().item<bool>();
   CHECK(differs);
 }
+
+namespace {
+
+/// The direction statistics of a population written out here in float64: cos NaN where a vector has
+/// no cosine; quantiles by linear interpolation between order statistics (type 7), shares and
+/// means over the vectors above each threshold, 40 histogram bins of width 1/20 from −1.
+std::map<std::string, double> naive_direction(const std::vector<double>& cos, const std::vector<double>& gates) {
+  const double nan = std::nan("");
+  std::vector<double> sorted;
+  for (const double c : cos)
+    if (!std::isnan(c)) sorted.push_back(c);
+  std::sort(sorted.begin(), sorted.end());
+  const auto n = static_cast<double>(sorted.size());
+  std::map<std::string, double> out;
+  const std::vector<std::pair<std::string, double>> quantiles = {{"cos_min", 0},  {"cos_q01", 0.01}, {"cos_q05", 0.05},
+                                                                  {"cos_q25", 0.25}, {"cos_q50", 0.5}, {"cos_q75", 0.75},
+                                                                  {"cos_q95", 0.95}, {"cos_q99", 0.99}, {"cos_max", 1}};
+  for (const auto& [name, p] : quantiles) {
+    if (sorted.empty()) {
+      out[name] = nan;
+      continue;
+    }
+    const double h = p * (n - 1);
+    const size_t below = static_cast<size_t>(h);
+    const size_t above = std::min(below + 1, sorted.size() - 1);
+    out[name] = sorted[below] + (h - below) * (sorted[above] - sorted[below]);
+  }
+  for (const char* t : {"0.5", "0.8", "0.9"}) {
+    const double threshold = std::stod(t);
+    double count = 0, gate = 0;
+    for (size_t j = 0; j < cos.size(); ++j)
+      if (!std::isnan(cos[j]) && cos[j] > threshold) count += 1, gate += gates[j];
+    out[std::string("share_cos_above_") + t] = n > 0 ? count / n : nan;
+    out[std::string("mean_gate_cos_above_") + t] = count > 0 ? gate / count : nan;
+  }
+  double gate_sum = 0;
+  for (const double g : gates) gate_sum += g;
+  out["mean_gate"] = gate_sum / static_cast<double>(gates.size());
+  out["reads"] = n;
+  for (int k = 0; k < 40; ++k) {
+    const double low = -1 + k / 20.0, high = -1 + (k + 1) / 20.0;
+    double count = 0;
+    for (const double c : sorted) count += (c >= low && (c < high || (k == 39 && c <= 1))) ? 1 : 0;
+    char name[32];
+    std::snprintf(name, sizeof name, "cos_hist_%02d", k);
+    out[name] = n > 0 ? count / n : nan;
+  }
+  return out;
+}
+
+/// The summary's statistics by the names the table gives them.
+std::map<std::string, double> named(const sg::DirectionSummary& s) {
+  std::map<std::string, double> out;
+  const char* q[] = {"cos_min", "cos_q01", "cos_q05", "cos_q25", "cos_q50", "cos_q75", "cos_q95", "cos_q99", "cos_max"};
+  for (size_t i = 0; i < 9; ++i) out[q[i]] = s.cos[i];
+  const char* t[] = {"0.5", "0.8", "0.9"};
+  for (size_t i = 0; i < 3; ++i) {
+    out[std::string("share_cos_above_") + t[i]] = s.share_above[i];
+    out[std::string("mean_gate_cos_above_") + t[i]] = s.mean_gate_above[i];
+  }
+  out["mean_gate"] = s.mean_gate;
+  out["reads"] = static_cast<double>(s.vectors);
+  for (int k = 0; k < 40; ++k) {
+    char name[32];
+    std::snprintf(name, sizeof name, "cos_hist_%02d", k);
+    out[name] = s.histogram[k];
+  }
+  return out;
+}
+
+void check_same(const std::map<std::string, double>& got, const std::map<std::string, double>& want,
+                double gate_tolerance = 1e-12) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& [name, value] : want) {
+    INFO(name);
+    REQUIRE(got.count(name) == 1);
+    const double x = got.at(name);
+    if (std::isnan(value)) {
+      CHECK(std::isnan(x));
+      continue;
+    }
+    const bool gate = name.find("gate") != std::string::npos;
+    CHECK(x == Approx(value).margin(gate ? gate_tolerance : 1e-12));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("direction: reads at known angles to w_h give the known quantiles, shares and gates") {
+  // Head 0: w = (2, 0, 0, 0); reads at cosines 1, 0.93, 0.83, 0.62, 0.02, -1 (of several norms) and
+  // one zero read (no cosine). Head 1: w = 0, no direction. One sequence of 7 positions.
+  const std::vector<double> angles = {1, 0.93, 0.83, 0.62, 0.02, -1};
+  auto reads = torch::zeros({1, 2, 7, 4}, torch::kDouble);
+  for (size_t j = 0; j < angles.size(); ++j) {
+    const double c = angles[j], scale = 0.5 + j;
+    reads[0][0][j][0] = scale * c;
+    reads[0][0][j][1] = scale * std::sqrt(1 - c * c);
+    reads[0][1][j][2] = 1.0 + j;
+  }
+  auto direction = torch::zeros({2, 4}, torch::kDouble);
+  direction[0][0] = 2.0;
+  const auto gates = (torch::arange(14, torch::kDouble) / 20 + 0.1).view({1, 2, 7});  // 0.1 … 0.75
+  const auto stats = sg::direction_statistics(reads, direction, gates);
+  REQUIRE(stats.size() == 3);
+  const auto& head = stats[0];
+  CHECK(head.vectors == 6);
+  CHECK(head.cos[0] == Approx(-1).margin(1e-12));
+  CHECK(head.cos[8] == Approx(1).margin(1e-12));
+  CHECK(head.cos[4] == Approx((0.62 + 0.83) / 2).margin(1e-12));      // the median of six
+  CHECK(head.cos[3] == Approx(0.02 + 0.25 * (0.62 - 0.02)).margin(1e-12));  // h = 1.25
+  CHECK(head.share_above[0] == Approx(4.0 / 6));
+  CHECK(head.share_above[1] == Approx(3.0 / 6));
+  CHECK(head.share_above[2] == Approx(2.0 / 6));
+  CHECK(head.mean_gate_above[0] == Approx((0.1 + 0.15 + 0.2 + 0.25) / 4));
+  CHECK(head.mean_gate_above[2] == Approx((0.1 + 0.15) / 2));
+  CHECK(head.mean_gate == Approx((0.1 + 0.4) / 2));  // over all seven reads, the zero one too
+  CHECK(head.histogram[39] == Approx(1.0 / 6));      // cos 1
+  CHECK(head.histogram[38] == Approx(1.0 / 6));      // 0.93
+  CHECK(head.histogram[36] == Approx(1.0 / 6));      // 0.83
+  CHECK(head.histogram[0] == Approx(1.0 / 6));       // -1
+  // No direction: NaN cosines, the gate still measured.
+  CHECK(stats[1].vectors == 0);
+  for (const double c : stats[1].cos) CHECK(std::isnan(c));
+  for (const double s : stats[1].share_above) CHECK(std::isnan(s));
+  CHECK(stats[1].mean_gate == Approx((0.45 + 0.75) / 2));
+  // Pooled: the cosines of head 0 alone, the gates of both heads.
+  CHECK(stats[2].vectors == 6);
+  CHECK(stats[2].cos[4] == Approx(head.cos[4]));
+  CHECK(stats[2].mean_gate == Approx((0.1 + 0.75) / 2));
+  // Every statistic against the computation above.
+  std::vector<double> cos0 = {1, 0.93, 0.83, 0.62, 0.02, -1, std::nan("")};
+  std::vector<double> gates0, gates1;
+  for (int j = 0; j < 7; ++j) gates0.push_back(0.1 + j / 20.0), gates1.push_back(0.1 + (7 + j) / 20.0);
+  check_same(named(head), naive_direction(cos0, gates0));
+  check_same(named(stats[1]), naive_direction(std::vector<double>(7, std::nan("")), gates1));
+  auto cos_pooled = cos0;
+  cos_pooled.insert(cos_pooled.end(), 7, std::nan(""));
+  auto gates_pooled = gates0;
+  gates_pooled.insert(gates_pooled.end(), gates1.begin(), gates1.end());
+  check_same(named(stats[2]), naive_direction(cos_pooled, gates_pooled));
+}
+
+TEST_CASE("direction probe on projection- and key-gate models against the telemetry recomputed here in float64") {
+  sg::log::set_level("quiet");
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  for (const char* arm : {"projgate", "sinktoken+projgate", "keygate", "sinktoken+keygate"}) {
+    INFO(arm);
+    const auto config = small_run(arm);
+    const bool on_keys = config.model.arm.filter == sg::Filter::keygate;
+    auto model = small_model(config);
+    {
+      torch::NoGradGuard no_grad;  // layer 1, head 0: no direction
+      model->blocks[1]->as<sg::Block>()->attn->gate_w[0].zero_();
+    }
+    const auto result = sg::probe_model(*model, config, file, fast({sg::Probe::direction}));
+    const int64_t layers = 2, heads = 2, d = 16;
+    const int64_t extra = config.model.arm.zero == sg::ZeroOption::sinktoken ? 1 : 0;
+    // Every (layer, head) row, each layer pooled (head all) and the model (layer all): 57 statistics each.
+    CHECK(result.rows.size() == static_cast<size_t>((layers * heads + layers + 1) * 57));
+    std::map<std::pair<std::string, std::string>, std::map<std::string, double>> table;
+    for (const auto& row : result.rows) {
+      CHECK((row.probe == sg::Probe::direction));
+      table[{row.layer, row.head}][row.statistic] = row.value;
+    }
+    CHECK(table.size() == static_cast<size_t>(layers * heads + layers + 1));
+    // The reads by hand: cos(v_j, w_h) and g_j = sigmoid(w_h . v_j + b_h) in float64; for the key
+    // gate the keys: cos(k_j, w_h) and g_j = sigmoid(w_h . k_j / sqrt(d) + b_h).
+    std::map<std::pair<int64_t, int64_t>, std::vector<double>> cos, gates;
+    std::vector<sg::AttentionTelemetry> telemetry;
+    auto hooks = std::make_shared<sg::AttentionHooks>();
+    hooks->telemetry = sg::store_telemetry(telemetry);
+    model->set_hooks(hooks);
+    torch::NoGradGuard no_grad;
+    for (const auto& batch : sg::evaluation_batches(file, config.train.eval_seed, 2, 4, 16, torch::kCPU)) {
+      telemetry.clear();
+      model->hidden(batch.inputs);
+      for (int64_t l = 0; l < layers; ++l) {
+        auto attn = model->blocks[l]->as<sg::Block>()->attn;
+        const auto w_t = attn->gate_w.to(torch::kDouble).contiguous();
+        const auto b_t = attn->gate_b.to(torch::kDouble).contiguous();
+        const auto v_t = (on_keys ? telemetry[l].keys : telemetry[l].reads).to(torch::kDouble).contiguous();
+        const auto w = w_t.accessor<double, 2>();
+        const auto b = b_t.accessor<double, 1>();
+        const auto v = v_t.accessor<double, 4>();
+        REQUIRE(v_t.size(2) == 16 + extra);
+        for (int64_t s = 0; s < 4; ++s)
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t j = extra; j < 16 + extra; ++j) {
+              double dot = 0, vv = 0, ww = 0;
+              for (int64_t c = 0; c < d; ++c) dot += v[s][h][j][c] * w[h][c], vv += v[s][h][j][c] * v[s][h][j][c],
+                                              ww += w[h][c] * w[h][c];
+              cos[{l, h}].push_back(ww > 0 && vv > 0 ? dot / std::sqrt(vv * ww) : std::nan(""));
+              gates[{l, h}].push_back(1.0 / (1.0 + std::exp(-((on_keys ? dot / std::sqrt(double(d)) : dot) + b[h]))));
+            }
+      }
+    }
+    model->set_hooks(nullptr);
+    std::vector<double> all_cos, all_gates;
+    for (int64_t l = 0; l < layers; ++l) {
+      std::vector<double> layer_cos, layer_gates;
+      for (int64_t h = 0; h < heads; ++h) {
+        INFO("layer " << l << " head " << h);
+        const auto& c = cos[{l, h}];
+        const auto& g = gates[{l, h}];
+        check_same(table[{std::to_string(l), std::to_string(h)}], naive_direction(c, g), 1e-6);
+        layer_cos.insert(layer_cos.end(), c.begin(), c.end());
+        layer_gates.insert(layer_gates.end(), g.begin(), g.end());
+      }
+      INFO("layer " << l << " pooled");
+      check_same(table[{std::to_string(l), "all"}], naive_direction(layer_cos, layer_gates), 1e-6);
+      all_cos.insert(all_cos.end(), layer_cos.begin(), layer_cos.end());
+      all_gates.insert(all_gates.end(), layer_gates.begin(), layer_gates.end());
+    }
+    check_same(table[{"all", "all"}], naive_direction(all_cos, all_gates), 1e-6);
+    // The checks could fail: the gates discriminate, and the head without a direction has NaN cosines.
+    CHECK(table[{"all", "all"}]["cos_max"] - table[{"all", "all"}]["cos_min"] > 0.5);
+    CHECK(std::isnan(table[{"1", "0"}]["cos_q50"]));
+    CHECK(table[{"1", "0"}]["reads"] == 0);
+    CHECK(table[{"0", "0"}]["reads"] == 2 * 4 * 16);
+  }
+}
+
+TEST_CASE("direction: asked by name only, and refused for an arm without a projection or key gate") {
+  sg::log::set_level("quiet");
+  CHECK((sg::parse_probes("direction") == std::vector<sg::Probe>{sg::Probe::direction}));
+  const auto all = sg::parse_probes("all");
+  CHECK(std::find(all.begin(), all.end(), sg::Probe::direction) == all.end());
+  for (const char* arm : {"projgate", "combo2", "sinktoken+projgate", "offbyone+projgate", "keygate", "sinklogit+keygate+outgate"})
+    CHECK(sg::probe_applies(sg::Probe::direction, sg::parse_arm(arm)));
+  for (const char* arm : {"baseline", "normgate", "combo", "renorm", "sinklogit", "outgate", "sinklogit+outgate-elem"})
+    CHECK(!sg::probe_applies(sg::Probe::direction, sg::parse_arm(arm)));
+  Tokens tokens;
+  const auto file = sg::TokenFile::open(tokens.path);
+  for (const char* arm : {"baseline", "combo"}) {
+    const auto config = small_run(arm);
+    auto model = small_model(config);
+    try {
+      sg::probe_model(*model, config, file, fast({sg::Probe::sinks, sg::Probe::direction}));
+      FAIL("no error for arm " << arm);
+    } catch (const sg::UsageError& error) {
+      CHECK(std::string(error.what()) ==
+            std::string("the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, "
+                        "ZERO+projgate) or a key gate (keygate, ZERO+keygate); arm is ") + arm);
+    }
+  }
+}
