@@ -11,7 +11,9 @@
 #       the sink logit with the output gate (sinklogit+outgate) and with the projection gate (combo2);
 #   (b) the sink analysis (sg-probe --probe sinks) of every arm;
 #   (c) the injection battery (Table 6-style), with the key gate's own direction on the keys;
-#   (d) each arm's parameters per layer (Table 4-style, from sg-arms).
+#   (d) each arm's parameters per layer (Table 4-style, from sg-arms);
+#   (e) how close the reads (projection gate) and the keys (key gate) come to the gate's learned
+#       direction (sg-probe --probe direction, at DIRECTION_TIER).
 #
 # Variables: GATES_BEYOND_ARMS, GATES_BEYOND_PROFILE (quick), GATES_BEYOND_OUT (results/PROFILE/gates-beyond,
 # or OUT when given); the profile's usual variables (TIERS, SEEDS, TOKENS, DEVICE, ...) pass through.
@@ -44,9 +46,11 @@ gates-beyond:
 	@echo; echo "Own direction: defined for the projection gate (junk on the reads along w_h) and the key gate"
 	@echo "(junk on the keys along w_h, the quantity it decides on); not defined for the output gate, which"
 	@echo "decides on the query, nor for arms without a gate: their rows for it are absent by definition."
+	@echo; echo "### (e) The reads (projection gate) and keys (key gate) against the gate's direction (seed $(PROBE_SEED))"; echo
+	@cat $(GATES_BEYOND_OUT)/direction.md
 
 gates-beyond-tables: $(OUT)/gates-beyond-arms.md $(OUT)/table1.md $(OUT)/gates-beyond-table2.md \
-  $(OUT)/gates-beyond-sinks.md $(OUT)/table6.md
+  $(OUT)/gates-beyond-sinks.md $(OUT)/table6.md $(OUT)/direction.md
 
 # The sink analysis with the output gate's abstention: its mean value and the share of query rows it
 # closes (below 0.1), beside the masses on position 0 and on the phantom.
