@@ -100,6 +100,22 @@ std::string to_string(SafetensorsDtype dtype) {
   return "?";
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string dtype_name(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::F32: return "float32";
+    case SafetensorsDtype::F16: return "float16";
+    case SafetensorsDtype::BF16: return "bfloat16";
+    case SafetensorsDtype::F64: return "float64";
+    default: return to_string(dtype);
+  }
+}
+
 int64_t element_size(SafetensorsDtype dtype) {
   switch (dtype) {
     case SafetensorsDtype::F64: case SafetensorsDtype::I64: return 8;

@@ -34,6 +34,11 @@ enum class SafetensorsDtype { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL }
 std::string to_string(SafetensorsDtype dtype);
 /// Bytes per element.
 int64_t element_size(SafetensorsDtype dtype);
+/// The floating-point types as config.json's "dtype" (and torch) spell them ("float32", "bfloat16",
+/// "float16", "float64"); the others as to_string.
+std::string dtype_name(SafetensorsDtype dtype);
+/// A tensor shape as "[2, 3]", for messages.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 /// One tensor's header entry.
 struct SafetensorsEntry {

@@ -59,22 +59,6 @@ const NameRule* find_rule(const NameRule (&rules)[N], const std::string& name) {
   return nullptr;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-std::string dtype_name(SafetensorsDtype dtype) {
-  switch (dtype) {
-    case SafetensorsDtype::F32: return "float32";
-    case SafetensorsDtype::F16: return "float16";
-    case SafetensorsDtype::BF16: return "bfloat16";
-    case SafetensorsDtype::F64: return "float64";
-    default: return to_string(dtype);
-  }
-}
-
 const char* kSameModel = "is config.json from the same export as model.safetensors? sg-export the run again";
 
 /// The arm that config.json names: "arm" (zero_option+filter when absent), which zero_option and

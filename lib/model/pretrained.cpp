@@ -71,22 +71,6 @@ bool parse_activation(const std::string& name, const std::string& path) {
                    "supported: gelu (erf), gelu_new / gelu_pytorch_tanh / gelu_fast (tanh approximation)");
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-std::string dtype_name(SafetensorsDtype dtype) {
-  switch (dtype) {
-    case SafetensorsDtype::F32: return "float32";
-    case SafetensorsDtype::F16: return "float16";
-    case SafetensorsDtype::BF16: return "bfloat16";
-    case SafetensorsDtype::F64: return "float64";
-    default: return to_string(dtype);
-  }
-}
-
 /// Finds, checks and loads the tensors of one checkpoint folder.
 class WeightReader {
  public:
