@@ -8,6 +8,8 @@
 # columns condition, arm, load, then one column of task error per seed. summary (optional) receives
 # the plotted numbers: condition, arm, load, mean, standard error, number of seeds; one line per arm
 # present in data, and the legend names those arms only. seed_names (optional): for the caption.
+# arms_caption (optional, any value): a caption line naming the arms (the beyond-the-paper figure,
+# pipelines/toy.mk fig3-beyond).
 
 if (!exists("data")) data = 'runs/toy/fig3.tsv'
 if (!exists("output")) output = 'runs/toy/fig3.png'
@@ -29,7 +31,9 @@ order = "baseline offbyone normgate renorm oracle"
 seen = " "
 stats data using (collect(strcol(2))) nooutput
 arms = ordered(order, seen)
-title_of(a) = a eq "renorm" ? "renorm (routing slot)" : arm_title(a)
+title_of(a) = a eq "renorm" ? "renorm (routing slot)" : a eq "keygate" ? "key gate" : a eq "outgate" ? "output gate" : \
+              a eq "outgate-elem" ? "output gate (element-wise)" : a eq "sinklogit+outgate" ? "sink logit + output gate" : \
+              arm_title(a)
 array points[5] = [7, 5, 9, 13, 4]
 point_of(a, j) = (i = place(a, 1), points[(i > 0 ? i - 1 : j - 1) % 5 + 1])
 place(a, i) = i > words(order) ? 0 : word(order, i) eq a ? i : place(a, i + 1)
@@ -71,8 +75,10 @@ do for [p = 1:panels] {
   c = word(conditions, p)
   set title (panels > 1 ? panel_title(c, p) : panel_title(c, p)[5:*])
   if (p == panels) {
-    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set:%smean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.", \
-                        panels > 1 ? " " : "\n", seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "") at screen 0.01, (panels > 1 ? 0.06 : 0.095) left front
+    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set:%smean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.%s", \
+                        panels > 1 ? " " : "\n", seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "", \
+                        exists("arms_caption") ? "\nArms: " . prose(arms) . " (beyond the paper: the key gate decides on the key, the output gate on the query; docs/beyond.md)." : "") \
+        at screen 0.01, (panels > 1 ? (exists("arms_caption") ? 0.09 : 0.06) : 0.095) left front
     if (panels > 1) { set key off }
   }
   plot for [j = 1:k] data \

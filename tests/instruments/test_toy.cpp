@@ -74,7 +74,13 @@ torch::Tensor reference_logits(const sg::toy::ToyModel& model, int64_t s, const 
     auto v = torch::mv(wv, x);
     if (arm.oracle && item >= config.relevant) v = torch::zeros_like(v);
     double logit = torch::dot(q, torch::mv(wk, key_in)).item<double>() / std::sqrt(static_cast<double>(d));
-    if (arm.arm.has_gate()) {
+    if (arm.arm.filter == sg::Filter::keygate) {
+      // Decided on this item's key k = W_k·(key input), not on its read.
+      const auto k = torch::mv(wk, key_in);
+      const double z = torch::dot(dbl(model->gate_w[s]), k).item<double>() / std::sqrt(static_cast<double>(d)) +
+                       model->gate_b[s].item<double>();
+      v = v / (1.0 + std::exp(-z));
+    } else if (arm.arm.has_gate()) {
       const double tau = model->gate_tau[s].item<double>();
       const double norm = v.norm().item<double>() / std::sqrt(static_cast<double>(d));
       const double g = 1.0 / (1.0 + std::exp(-beta * (norm - tau)));
@@ -84,10 +90,16 @@ torch::Tensor reference_logits(const sg::toy::ToyModel& model, int64_t s, const 
     logits.push_back(logit);
     reads.push_back(v);
   }
-  double denominator = arm.arm.zero == sg::ZeroOption::offbyone ? 1.0 : 0.0;  // phantom: exp(0)
+  double denominator = 0.0;
+  if (arm.arm.zero == sg::ZeroOption::offbyone) denominator = 1.0;  // phantom: exp(0)
+  if (arm.arm.zero == sg::ZeroOption::sinklogit) denominator = std::exp(model->sink_logit[s].item<double>());
   for (const double l : logits) denominator += std::exp(l);
   auto y = torch::zeros({d}, torch::kDouble);
   for (int64_t t = 0; t < t_len; ++t) y += std::exp(logits[t]) / denominator * reads[t];
+  // The output gate: sigma(x W_theta) with x = q, one value per head or per dimension.
+  if (arm.arm.output_gate == sg::OutputGate::headwise)
+    y = y / (1.0 + std::exp(-torch::dot(q, dbl(model->out_gate[s][0])).item<double>()));
+  if (arm.arm.output_gate == sg::OutputGate::elementwise) y = y / (1.0 + (-torch::mv(dbl(model->out_gate[s]), q)).exp());
   return torch::mv(dbl(model->readout[s]), y) + dbl(model->readout_bias[s]);
 }
 
@@ -183,6 +195,106 @@ TEST_CASE("toy: the head matches a float64 reference for every arm, condition an
       }
     }
   }
+}
+
+TEST_CASE("toy: the key gate and the output gates match a float64 reference over items", "[toy]") {
+  const std::vector<int64_t> seeds = {3, 7};
+  const double beta = 8.0;
+  for (const auto routing : {Routing::blind, Routing::visible}) {
+    const auto config = small_task(routing);
+    const auto in = seeded_inputs(config, seeds, /*stream=*/42, /*sequences=*/16);
+    const auto& [tasks, batches, stacked, features, key_sources] = in;
+    for (const auto& name : {"keygate", "offbyone+keygate", "outgate", "outgate-elem", "sinklogit+outgate",
+                             "normgate+outgate-elem", "keygate+outgate"}) {
+      sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, beta);
+      {
+        torch::NoGradGuard no_grad;
+        model->query.normal_(0.0, 1.0);
+        model->key.normal_(0.0, 1.0);
+        model->value.normal_(0.0, 1.0);
+        model->readout.normal_(0.0, 1.0);
+        model->readout_bias.normal_(0.0, 1.0);
+        if (model->gate_tau.defined()) model->gate_tau.fill_(1.0);
+        if (model->gate_w.defined()) model->gate_w.normal_(0.0, 1.0);
+        if (model->gate_b.defined()) model->gate_b.normal_(0.0, 1.0);
+        if (model->sink_logit.defined()) model->sink_logit.normal_(0.0, 1.0);
+        if (model->out_gate.defined()) model->out_gate.normal_(0.0, 1.0);
+      }
+      for (const int64_t block : {1, 4}) {
+        const auto logits = model->forward(features, key_sources, stacked, block);  // (S, B, R)
+        REQUIRE(logits.sizes() == torch::IntArrayRef({2, 16, config.relevant}));
+        double worst = 0;
+        for (int64_t s = 0; s < 2; ++s)
+          for (int64_t b = 0; b < 16; ++b)
+            worst = std::max(worst, max_abs_diff(logits[s][b], reference_logits(model, s, tasks[s], batches[s], b,
+                                                                                config, beta)));
+        INFO(sg::toy::to_string(routing) << " " << name << " block " << block
+                                         << ": max |logits - reference| = " << worst);
+        CHECK(worst < 1e-4);
+      }
+    }
+  }
+}
+
+TEST_CASE("toy: the key gate differs between items of one feature with channel-blind keys only", "[toy]") {
+  const std::vector<int64_t> seeds = {0};
+  for (const auto routing : {Routing::blind, Routing::visible}) {
+    const auto config = small_task(routing);
+    const auto in = seeded_inputs(config, seeds, /*stream=*/9, /*sequences=*/64);
+    const auto& [tasks, batches, stacked, features, key_sources] = in;
+    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm("keygate"), seeds, 8.0);
+    {
+      torch::NoGradGuard no_grad;
+      model->key.normal_(0.0, 1.0);
+      model->gate_w.normal_(0.0, 1.0);
+    }
+    std::vector<sg::AttentionTelemetry> telemetry;
+    model->forward(features, key_sources, stacked, /*block=*/4, &telemetry);
+    const auto& gates = telemetry.at(0).gates;  // (B, S, T): one per item
+    REQUIRE(gates.sizes() == torch::IntArrayRef({64, 1, config.length}));
+    // The spread of the gate among the items of each feature, against the gate written out.
+    const auto wk = model->key[0].detach().to(torch::kDouble), w = model->gate_w[0].detach().to(torch::kDouble);
+    const double b_h = model->gate_b[0].item<double>();
+    std::vector<double> lowest(config.features(), 2.0), highest(config.features(), -1.0);
+    double worst = 0;
+    for (int64_t b = 0; b < 64; ++b)
+      for (int64_t t = 0; t < config.length; ++t) {
+        const int64_t item = batches[0].items[b][t].item<int64_t>();
+        const auto key_in = routing == Routing::blind ? tasks[0].tags[batches[0].tags[b][t].item<int64_t>()]
+                                                      : tasks[0].features[item];
+        const double z = torch::dot(w, torch::mv(wk, key_in.to(torch::kDouble))).item<double>() /
+                         std::sqrt(static_cast<double>(config.dim)) + b_h;
+        const double g = gates[b][0][t].item<double>();
+        worst = std::max(worst, std::abs(g - 1.0 / (1.0 + std::exp(-z))));
+        lowest[item] = std::min(lowest[item], g);
+        highest[item] = std::max(highest[item], g);
+      }
+    double spread = 0;
+    for (int64_t n = 0; n < config.features(); ++n) spread = std::max(spread, highest[n] - lowest[n]);
+    INFO(sg::toy::to_string(routing) << ": max |gate - reference| = " << worst << ", widest spread in a feature "
+                                     << spread);
+    CHECK(worst < 1e-5);
+    if (routing == Routing::blind) CHECK(spread > 0.05);
+    else CHECK(spread < 1e-6);
+  }
+}
+
+TEST_CASE("toy: the output gate is one learned constant per seed, drawn after the shared parameters", "[toy]") {
+  const auto config = small_task();
+  sg::toy::ToyModel baseline(config, sg::toy::parse_toy_arm("baseline"), std::vector<int64_t>{2, 5}, 8.0);
+  sg::toy::ToyModel head(config, sg::toy::parse_toy_arm("outgate"), std::vector<int64_t>{2, 5}, 8.0);
+  sg::toy::ToyModel element(config, sg::toy::parse_toy_arm("outgate-elem"), std::vector<int64_t>{5}, 8.0);
+  CHECK(torch::equal(baseline->query, head->query));
+  CHECK(torch::equal(baseline->key, head->key));
+  CHECK(torch::equal(baseline->readout[1], element->readout[0]));
+  REQUIRE(head->out_gate.sizes() == torch::IntArrayRef({2, 1, config.dim}));
+  REQUIRE(element->out_gate.sizes() == torch::IntArrayRef({1, config.dim, config.dim}));
+  const double sd = element->out_gate.std().item<double>();
+  INFO("element-wise W_theta standard deviation " << sd);
+  CHECK(sd > 0.015);
+  CHECK(sd < 0.025);
+  CHECK_FALSE(baseline->out_gate.defined());
+  CHECK_THROWS_AS(sg::toy::parse_toy_arm("sinktoken+outgate"), sg::UsageError);
 }
 
 TEST_CASE("toy: the oracle's reads of irrelevant items are exactly zero", "[toy]") {
