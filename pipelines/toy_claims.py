@@ -65,12 +65,15 @@ def close(a, b, tolerance=0.02):
 
 
 def main(argv):
-    beyond = len(argv) == 3 and argv[1] == "--beyond"
-    if len(argv) != 2 and not beyond:
+    args = argv[1:]
+    beyond = bool(args) and args[0] == "--beyond"
+    if beyond:
+        args = args[1:]
+    if len(args) != 1 or args[0].startswith("--"):
         print("usage: toy_claims.py [--beyond] FIG3-SUMMARY.tsv", file=sys.stderr)
         return 2
     try:
-        rows = read_summary(argv[-1])
+        rows = read_summary(args[0])
     except (OSError, ValueError) as error:
         print(f"toy_claims.py: error: {error}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 // the oracle's corruption, training, determinism, pairing, and the result file.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -295,6 +296,120 @@ TEST_CASE("toy: the output gate is one learned constant per seed, drawn after th
   CHECK(sd < 0.025);
   CHECK_FALSE(baseline->out_gate.defined());
   CHECK_THROWS_AS(sg::toy::parse_toy_arm("sinktoken+outgate"), sg::UsageError);
+}
+
+TEST_CASE("toy: the key gate's run over the items measures routing mass, phantom mass and gates as written out",
+          "[toy]") {
+  // evaluate() on a key-gate arm reads the per-item telemetry (weights (B, S, 1, T), gates (B, S, T));
+  // here every measurement is recomputed item by item in float64 on the same evaluation draws.
+  const std::vector<int64_t> seeds = {3, 7};
+  sg::toy::TrainOptions options;
+  options.eval_sequences = 48;
+  options.eval_chunk = 32;  // a partial last chunk
+  options.eval_seed = 11;
+  for (const auto routing : {Routing::blind, Routing::visible}) {
+    const auto config = small_task(routing);
+    std::vector<sg::toy::Task> tasks;
+    for (const auto seed : seeds) tasks.push_back(sg::toy::make_task(config, seed));
+    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm("offbyone+keygate"), seeds, 8.0);
+    {
+      torch::NoGradGuard no_grad;
+      model->query.normal_(0.0, 1.0);
+      model->key.normal_(0.0, 1.0);
+      model->gate_w.normal_(0.0, 2.0);
+      model->gate_b.normal_(0.0, 1.0);
+    }
+    const auto rows = sg::toy::evaluate(model, config, seeds, tasks, options);
+    REQUIRE(rows.size() == 2);
+    const double d = static_cast<double>(config.dim);
+    for (int64_t s = 0; s < 2; ++s) {
+      const auto q = model->query[s].detach().to(torch::kDouble), wk = model->key[s].detach().to(torch::kDouble);
+      const auto w = model->gate_w[s].detach().to(torch::kDouble);
+      const double b_h = model->gate_b[s].item<double>();
+      double relevant_mass = 0, phantom_mass = 0, gate_relevant = 0, gate_irrelevant = 0;
+      int64_t relevant = 0, irrelevant = 0;
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.eval_seed));
+      for (int64_t done = 0; done < options.eval_sequences; done += options.eval_chunk) {
+        const int64_t n = std::min(options.eval_chunk, options.eval_sequences - done);
+        const auto batch = sg::toy::sample_batch(config, n, generator);
+        for (int64_t b = 0; b < n; ++b) {
+          std::vector<double> e(config.length);
+          double denominator = 1.0;  // off-by-one: the phantom's exp(0)
+          for (int64_t t = 0; t < config.length; ++t) {
+            const int64_t item = batch.items[b][t].item<int64_t>();
+            const auto key_in = (routing == Routing::blind ? tasks[s].tags[batch.tags[b][t].item<int64_t>()]
+                                                           : tasks[s].features[item]).to(torch::kDouble);
+            const auto k = torch::mv(wk, key_in);
+            e[t] = std::exp(torch::dot(q, k).item<double>() / std::sqrt(d));
+            denominator += e[t];
+            const double g = 1.0 / (1.0 + std::exp(-(torch::dot(w, k).item<double>() / std::sqrt(d) + b_h)));
+            if (item < config.relevant) {
+              gate_relevant += g;
+              ++relevant;
+            } else {
+              gate_irrelevant += g;
+              ++irrelevant;
+            }
+          }
+          phantom_mass += 1.0 / denominator;
+          for (int64_t t = 0; t < config.length; ++t)
+            if (batch.items[b][t].item<int64_t>() < config.relevant) relevant_mass += e[t] / denominator;
+        }
+      }
+      const double sequences = static_cast<double>(options.eval_sequences);
+      INFO(sg::toy::to_string(routing) << " seed " << seeds[s]);
+      REQUIRE(relevant > 0);
+      CHECK(rows[s].relevant_mass == Approx(relevant_mass / sequences).epsilon(1e-5));
+      CHECK(rows[s].phantom_mass == Approx(phantom_mass / sequences).epsilon(1e-5));
+      CHECK(rows[s].gate_relevant == Approx(gate_relevant / relevant).epsilon(1e-5));
+      CHECK(rows[s].gate_irrelevant == Approx(gate_irrelevant / irrelevant).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("toy: a short run lowers the loss of the key-gate and output-gate arms", "[toy]") {
+  torch::set_num_threads(1);
+  sg::toy::TaskConfig config;
+  config.dim = 16;
+  config.load = 2;
+  config.relevant = 4;
+  config.length = 16;
+  config.tags = 64;
+  sg::toy::TrainOptions options;
+  options.steps = 150;
+  options.batch = 64;
+  options.lr = 1e-2;
+  options.eval_sequences = 256;
+  options.eval_chunk = 100;
+  options.loss_window = 10;
+  options.log_interval = 0;
+  const std::vector<std::string> names = {"keygate", "outgate", "outgate-elem", "sinklogit+outgate"};
+  std::vector<sg::toy::ToyArm> arms;
+  for (const auto& name : names) arms.push_back(sg::toy::parse_toy_arm(name));
+  std::vector<double> first(arms.size()), last(arms.size());
+  auto record = [&](int64_t step, const std::vector<torch::Tensor>& losses) {
+    for (size_t a = 0; a < losses.size(); ++a) {
+      if (step <= 10) first[a] += losses[a].mean().item<double>() / 10;
+      if (step > options.steps - 10) last[a] += losses[a].mean().item<double>() / 10;
+    }
+  };
+  const auto rows = sg::toy::train_and_evaluate(config, options, arms, {0, 1}, record);
+  REQUIRE(rows.size() == 2 * arms.size());
+  for (size_t a = 0; a < arms.size(); ++a) {
+    INFO(names[a] << ": mean loss of the first 10 steps " << first[a] << ", of the last 10 " << last[a]);
+    CHECK(last[a] < first[a] - 0.05);
+  }
+  for (const auto& row : rows) {
+    INFO(row.arm << " seed " << row.seed);
+    CHECK(row.error >= 0.0);
+    CHECK(row.error < 0.5);
+    CHECK(std::isfinite(row.eval_bce));
+    CHECK(row.relevant_mass > 0.0);
+    CHECK(row.relevant_mass <= 1.0);
+    CHECK(std::isnan(row.phantom_mass) == (row.arm != "sinklogit+outgate"));
+    CHECK(std::isnan(row.gate_relevant) == (row.arm != "keygate"));
+    if (row.arm == "keygate") CHECK((row.gate_relevant > 0.0 && row.gate_relevant < 1.0));
+  }
 }
 
 TEST_CASE("toy: the oracle's reads of irrelevant items are exactly zero", "[toy]") {
