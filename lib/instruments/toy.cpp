@@ -285,6 +285,7 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
   const auto zeros = [&] { return torch::zeros({s}, torch::TensorOptions().dtype(torch::kDouble).device(device)); };
   auto wrong = zeros(), wrong_sequences = zeros(), bce = zeros(), relevant_mass = zeros(), phantom_mass = zeros();
   auto gate_relevant = zeros(), gate_irrelevant = zeros(), count_relevant = zeros(), count_irrelevant = zeros();
+  auto output_gate_sum = zeros();
   auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.eval_seed));
   for (int64_t done = 0; done < options.eval_sequences; done += options.eval_chunk) {
     const int64_t n = std::min(options.eval_chunk, options.eval_sequences - done);
@@ -304,6 +305,9 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
     const auto& record = telemetry.at(0);
     const int64_t r = config.relevant;
     if (record.phantom_mass.defined()) phantom_mass += record.phantom_mass.to(torch::kDouble).sum(kBlocksQueries);
+    // Output gates (B/G, S, G, 1 or d), or (B, S, 1, 1 or d) per item: one query per sequence either way.
+    if (record.output_gates.defined())
+      output_gate_sum += record.output_gates.to(torch::kDouble).mean(-1).sum(kBlocksQueries);
     if (model->per_item()) {
       // Per item: weights (B, S, 1, T), phantom mass (B, S, 1), gates (B, S, T).
       const auto relevant = (batch.items < r).to(torch::kDouble);  // (B, S, T)
@@ -348,6 +352,7 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
     const bool gated = arm.arm.has_gate();
     row.gate_relevant = gated ? gate_relevant[i].item<double>() / count_relevant[i].item<double>() : kNaN;
     row.gate_irrelevant = gated ? gate_irrelevant[i].item<double>() / count_irrelevant[i].item<double>() : kNaN;
+    row.output_gate_mean = arm.arm.has_output_gate() ? output_gate_sum[i].item<double>() / sequences : kNaN;
     rows.push_back(row);
   }
   return rows;
@@ -449,11 +454,11 @@ ResultTable to_table(const std::vector<RunResult>& rows) {
   table.add_column("arm", Role::key, ColumnType::string);
   table.add_column("seed", Role::key, ColumnType::int64);
   for (const char* name : {"error", "sequence_error", "eval_bce", "train_bce", "relevant_mass", "phantom_mass",
-                           "gate_relevant", "gate_irrelevant"})
+                           "gate_relevant", "gate_irrelevant", "output_gate_mean"})
     table.add_column(name, Role::value, ColumnType::float64);
   for (const auto& r : rows)
     table.append_row({r.condition, r.load, r.arm, r.seed, r.error, r.sequence_error, r.eval_bce, r.train_bce,
-                      r.relevant_mass, r.phantom_mass, r.gate_relevant, r.gate_irrelevant});
+                      r.relevant_mass, r.phantom_mass, r.gate_relevant, r.gate_irrelevant, r.output_gate_mean});
   return table;
 }
 

@@ -233,6 +233,8 @@ struct RunResult {
   double phantom_mass = 0;    // mean routing mass on the phantom; NaN without one
   double gate_relevant = 0;   // mean gate value of relevant reads; NaN without a gate
   double gate_irrelevant = 0; // mean gate value of irrelevant reads; NaN without a gate
+  double output_gate_mean = 0;  // mean output gate sigma(q W_theta) (over the head's dimensions,
+                                // element-wise) on the evaluation set; NaN without an output gate
 };
 
 /// Metrics of trained models on the fixed evaluation set: one RunResult per seed, in seed order

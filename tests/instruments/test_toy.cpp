@@ -210,6 +210,7 @@ TEST_CASE("toy: the key gate and the output gates match a float64 reference over
       sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, beta);
       {
         torch::NoGradGuard no_grad;
+        torch::manual_seed(5);
         model->query.normal_(0.0, 1.0);
         model->key.normal_(0.0, 1.0);
         model->value.normal_(0.0, 1.0);
@@ -245,9 +246,13 @@ TEST_CASE("toy: the key gate differs between items of one feature with channel-b
     const auto& [tasks, batches, stacked, features, key_sources] = in;
     sg::toy::ToyModel model(config, sg::toy::parse_toy_arm("keygate"), seeds, 8.0);
     {
+      // A fixed draw, and b_h = 0 rather than the initial 4: a gate at sigma(4 ± 1) hardly varies,
+      // and with draws of its own per run the spread fell below 0.05 in one run of three.
       torch::NoGradGuard no_grad;
+      torch::manual_seed(17);
       model->key.normal_(0.0, 1.0);
       model->gate_w.normal_(0.0, 1.0);
+      model->gate_b.zero_();
     }
     std::vector<sg::AttentionTelemetry> telemetry;
     model->forward(features, key_sources, stacked, /*block=*/4, &telemetry);
@@ -314,6 +319,7 @@ TEST_CASE("toy: the key gate's run over the items measures routing mass, phantom
     sg::toy::ToyModel model(config, sg::toy::parse_toy_arm("offbyone+keygate"), seeds, 8.0);
     {
       torch::NoGradGuard no_grad;
+      torch::manual_seed(11);
       model->query.normal_(0.0, 1.0);
       model->key.normal_(0.0, 1.0);
       model->gate_w.normal_(0.0, 2.0);
@@ -367,6 +373,40 @@ TEST_CASE("toy: the key gate's run over the items measures routing mass, phantom
   }
 }
 
+TEST_CASE("toy: the output gate's mean is sigma(q W_theta) written out, over the table rows and over the items",
+          "[toy]") {
+  const std::vector<int64_t> seeds = {3, 7};
+  sg::toy::TrainOptions options;
+  options.eval_sequences = 48;
+  options.eval_chunk = 32;
+  const auto config = small_task(Routing::blind);
+  std::vector<sg::toy::Task> tasks;
+  for (const auto seed : seeds) tasks.push_back(sg::toy::make_task(config, seed));
+  for (const auto& name : {"outgate", "outgate-elem", "sinklogit+outgate", "keygate+outgate-elem", "keygate"}) {
+    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, 8.0);
+    {
+      torch::NoGradGuard no_grad;
+      torch::manual_seed(13);
+      model->query.normal_(0.0, 1.0);
+      if (model->out_gate.defined()) model->out_gate.normal_(0.0, 1.0);
+    }
+    const auto rows = sg::toy::evaluate(model, config, seeds, tasks, options);
+    for (int64_t s = 0; s < 2; ++s) {
+      INFO(name << " seed " << seeds[s]);
+      if (!model->out_gate.defined()) {
+        CHECK(std::isnan(rows[s].output_gate_mean));
+        continue;
+      }
+      // One value per row of W_theta^T (one head-wise, d element-wise), the mean over them.
+      const auto q = model->query[s].detach().to(torch::kDouble);
+      const auto w = model->out_gate[s].detach().to(torch::kDouble);
+      double sum = 0;
+      for (int64_t e = 0; e < w.size(0); ++e) sum += 1.0 / (1.0 + std::exp(-torch::dot(q, w[e]).item<double>()));
+      CHECK(rows[s].output_gate_mean == Approx(sum / static_cast<double>(w.size(0))).epsilon(1e-5));
+    }
+  }
+}
+
 TEST_CASE("toy: a short run lowers the loss of the key-gate and output-gate arms", "[toy]") {
   torch::set_num_threads(1);
   sg::toy::TaskConfig config;
@@ -409,6 +449,8 @@ TEST_CASE("toy: a short run lowers the loss of the key-gate and output-gate arms
     CHECK(std::isnan(row.phantom_mass) == (row.arm != "sinklogit+outgate"));
     CHECK(std::isnan(row.gate_relevant) == (row.arm != "keygate"));
     if (row.arm == "keygate") CHECK((row.gate_relevant > 0.0 && row.gate_relevant < 1.0));
+    CHECK(std::isnan(row.output_gate_mean) == (row.arm == "keygate"));
+    if (row.arm != "keygate") CHECK((row.output_gate_mean > 0.0 && row.output_gate_mean < 1.0));
   }
 }
 
@@ -547,7 +589,8 @@ TEST_CASE("toy: the result file is a sinkgate-result table with the documented c
   const auto group = file.group("table");
   const std::vector<std::string> expected = {"condition",     "load",         "arm",          "seed",
                                              "error",         "sequence_error", "eval_bce",   "train_bce",
-                                             "relevant_mass", "phantom_mass", "gate_relevant", "gate_irrelevant"};
+                                             "relevant_mass", "phantom_mass", "gate_relevant", "gate_irrelevant",
+                                             "output_gate_mean"};
   CHECK(group.attribute_strings("columns") == expected);
   CHECK(group.attribute_int("rows") == 2);
   for (const auto& name : {"condition", "load", "arm", "seed"})
