@@ -8,6 +8,8 @@
 # columns condition, arm, load, then one column of task error per seed. summary (optional) receives
 # the plotted numbers: condition, arm, load, mean, standard error, number of seeds; one line per arm
 # present in data, and the legend names those arms only. seed_names (optional): for the caption.
+# arms_caption (optional, any value): a caption line naming the arms (the beyond-the-paper figure,
+# pipelines/toy.mk fig3-beyond).
 
 if (!exists("data")) data = 'runs/toy/fig3.tsv'
 if (!exists("output")) output = 'runs/toy/fig3.png'
@@ -24,14 +26,16 @@ sd(m) = seeds > 1 ? sqrt(sum [i=first:first+seeds-1] (column(i) - m)**2 / (seeds
 se(m) = sd(m) / sqrt(seeds)
 pick(condition, arm) = (strcol(1) eq condition && strcol(2) eq arm)
 
-# The arms present, in this order first; their titles and colours (figures.gp), points per arm.
-order = "baseline offbyone normgate renorm oracle"
+# The arms present, in this order first (the paper's, then the gates beyond it, the oracle last);
+# their titles and colours (figures.gp), a point type per arm of `order`.
+order = "baseline offbyone normgate renorm oracle keygate outgate outgate-elem sinklogit+outgate"
+legend_order = "baseline offbyone normgate renorm keygate outgate outgate-elem sinklogit+outgate oracle"
 seen = " "
 stats data using (collect(strcol(2))) nooutput
-arms = ordered(order, seen)
+arms = ordered(legend_order, seen)
 title_of(a) = a eq "renorm" ? "renorm (routing slot)" : arm_title(a)
-array points[5] = [7, 5, 9, 13, 4]
-point_of(a, j) = (i = place(a, 1), points[(i > 0 ? i - 1 : j - 1) % 5 + 1])
+array points[9] = [7, 5, 9, 13, 4, 11, 6, 12, 15]
+point_of(a, j) = (i = place(a, 1), points[(i > 0 ? i - 1 : j - 1) % |points| + 1])
 place(a, i) = i > words(order) ? 0 : word(order, i) eq a ? i : place(a, i + 1)
 # The conditions present, blind first: one panel each (the quick profile's reduced grid has blind only).
 seen = " "
@@ -65,14 +69,17 @@ set xlabel "superposition load N/d"
 set ylabel "task error (per-label error rate)"
 set yrange [0:*]
 set grid ytics
-set key at graph 0, -0.17 left top horizontal maxcols 3 reverse Left samplen 2 width 1
+# More than five arms (fig3-beyond): narrower columns, so that the legend keeps to three rows.
+set key at graph 0, -0.17 left top horizontal maxcols 3 reverse Left samplen 2 width (words(arms) > 5 ? -3 : 1)
 k = words(arms)
 do for [p = 1:panels] {
   c = word(conditions, p)
   set title (panels > 1 ? panel_title(c, p) : panel_title(c, p)[5:*])
   if (p == panels) {
-    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set:%smean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.", \
-                        panels > 1 ? " " : "\n", seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "") at screen 0.01, (panels > 1 ? 0.06 : 0.095) left front
+    set label 1 sprintf("Task error of the toy superposition task (sg-toy, App. D-E) on its fixed evaluation set:%smean ± SE over %d seed%s%s per arm, condition and load.\nThe points of one load are spread sideways so that they stay apart.%s", \
+                        panels > 1 ? " " : "\n", seeds, seeds > 1 ? "s" : "", exists("seed_names") ? " (" . seed_names . ")" : "", \
+                        exists("arms_caption") ? "\nBeyond the paper (docs/beyond.md): the key gate decides on each item's key, the output gate on the learned query." : "") \
+        at screen 0.01, (panels > 1 ? (exists("arms_caption") ? 0.09 : 0.06) : 0.095) left front
     if (panels > 1) { set key off }
   }
   plot for [j = 1:k] data \

@@ -10,12 +10,17 @@
 # own marker, and the caption counts them.
 
 # Display names and colours, one per arm (none pale: every colour reads on white).
+# The gates beyond the paper (docs/beyond.md) have names and colours of their own too.
 arm_title(a) = a eq "offbyone" ? "off-by-one" : a eq "sinktoken" ? "sink token" : a eq "sinklogit" ? "sink logit" : \
-               a eq "renorm" ? "renorm twin" : a eq "normgate" ? "norm gate" : a eq "projgate" ? "projection gate" : a
+               a eq "renorm" ? "renorm twin" : a eq "normgate" ? "norm gate" : a eq "projgate" ? "projection gate" : \
+               a eq "keygate" ? "key gate" : a eq "outgate" ? "output gate" : \
+               a eq "outgate-elem" ? "output gate (element-wise)" : a eq "sinklogit+outgate" ? "sink logit + output gate" : a
 array other_colors[5] = ["#393b79", "#8c6d31", "#843c39", "#7b4173", "#637939"]
 arm_color(a, i) = a eq "baseline" ? "#444444" : a eq "offbyone" ? "#8c564b" : a eq "sinktoken" ? "#17becf" : \
                   a eq "sinklogit" ? "#1f77b4" : a eq "renorm" ? "#e377c2" : a eq "normgate" ? "#d62728" : \
                   a eq "projgate" ? "#2ca02c" : a eq "combo" ? "#ff7f0e" : a eq "combo2" ? "#9467bd" : \
+                  a eq "keygate" ? "#8c6d31" : a eq "outgate" ? "#393b79" : a eq "outgate-elem" ? "#637939" : \
+                  a eq "sinklogit+outgate" ? "#17a2b8" : \
                   a eq "oracle" ? "#000000" : other_colors[(i - 1) % 5 + 1]
 
 # Word lists are strings with a space before and after every word (" a b "), so that

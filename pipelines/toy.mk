@@ -17,6 +17,11 @@
 #   fig3-claims.md              the paper's claims about Figure 3 that the grid tests, with their
 #                               numbers and whether each holds (pipelines/toy_claims.py)
 #
+# Beyond the paper (docs/beyond.md): the same task with the key gate and the output gate of Qiu et
+# al., both conditions, the quick profile's loads and seeds, in $(TOY_BEYOND_DIR):
+#
+#   make -f pipelines/toy.mk -j2 fig3-beyond     # runs/toy/beyond/fig3-beyond.png and its claims
+#
 # Included by Makefile.experiments; it also runs alone (make -f pipelines/toy.mk).
 
 BIN ?= build/bin
@@ -37,11 +42,19 @@ TOY_SEEDS ?= 0,1,2
 TOY_THREADS ?= 1
 TOY_FLAGS ?=
 
+TOY_BEYOND_DIR ?= $(TOY_DIR)/beyond
+TOY_BEYOND_ARMS ?= baseline,normgate,keygate,outgate,sinklogit+outgate,oracle
+TOY_BEYOND_CONDITIONS ?= blind visible
+TOY_BEYOND_LOADS ?= 1 2 8
+TOY_BEYOND_SEEDS ?= 0,1
+
 TOY_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOY_RUNS := $(foreach c,$(TOY_CONDITIONS),$(foreach l,$(TOY_LOADS),$(TOY_DIR)/$(c)-$(l).h5))
 toy_word = $(word $(1),$(subst -, ,$(2)))
 
-.PHONY: fig3 fig3-claims toy-runs
+TOY_BEYOND_RUNS := $(foreach c,$(TOY_BEYOND_CONDITIONS),$(foreach l,$(TOY_BEYOND_LOADS),$(TOY_BEYOND_DIR)/$(c)-$(l).h5))
+
+.PHONY: fig3 fig3-claims toy-runs fig3-beyond
 fig3: $(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-claims.md
 fig3-claims: $(TOY_DIR)/fig3-claims.md
 toy-runs: $(TOY_RUNS)
@@ -62,3 +75,23 @@ $(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-summary.tsv &: $(TOY_DIR)/fig3.tsv $(TOY_PIP
 
 $(TOY_DIR)/fig3-claims.md: $(TOY_DIR)/fig3-summary.tsv $(TOY_PIPELINES)/toy_claims.py
 	python3 $(TOY_PIPELINES)/toy_claims.py $< > $@.tmp && mv $@.tmp $@
+
+# Beyond the paper: the key gate and the output gate on the same task (docs/beyond.md).
+fig3-beyond: $(TOY_BEYOND_DIR)/fig3-beyond.png $(TOY_BEYOND_DIR)/fig3-beyond-claims.md
+	@cat $(TOY_BEYOND_DIR)/fig3-beyond-claims.md
+
+$(TOY_BEYOND_RUNS): $(TOY_BEYOND_DIR)/%.h5:
+	@mkdir -p $(@D)
+	$(BIN)/sg-toy --condition $(call toy_word,1,$*) --load $(call toy_word,2,$*) --arms $(TOY_BEYOND_ARMS) \
+	    --seeds $(TOY_BEYOND_SEEDS) --threads $(TOY_THREADS) $(TOY_FLAGS) -o $@ --force
+
+$(TOY_BEYOND_DIR)/fig3-beyond.tsv: $(TOY_BEYOND_RUNS)
+	$(BIN)/sg-tabulate $^ --rows condition,arm,load --cols seed --cell error --format tsv -o $@ --force
+
+$(TOY_BEYOND_DIR)/fig3-beyond.png $(TOY_BEYOND_DIR)/fig3-beyond-summary.tsv &: $(TOY_BEYOND_DIR)/fig3-beyond.tsv \
+    $(TOY_PIPELINES)/fig3.gp $(TOY_PIPELINES)/figures.gp
+	gnuplot -e "data='$<'; output='$(TOY_BEYOND_DIR)/fig3-beyond.png'; summary='$(TOY_BEYOND_DIR)/fig3-beyond-summary.tsv'; seed_names='$(TOY_BEYOND_SEEDS)'; arms_caption=1" \
+	    $(TOY_PIPELINES)/fig3.gp
+
+$(TOY_BEYOND_DIR)/fig3-beyond-claims.md: $(TOY_BEYOND_DIR)/fig3-beyond-summary.tsv $(TOY_PIPELINES)/toy_claims.py
+	python3 $(TOY_PIPELINES)/toy_claims.py --beyond $< > $@.tmp && mv $@.tmp $@

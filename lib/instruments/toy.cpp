@@ -135,9 +135,6 @@ ToyArm parse_toy_arm(const std::string& name) {
     throw UsageError("arm '" + name + "' has no toy form: the sink token is an extra sequence position of the "
                      "language model",
                      "use baseline, offbyone, sinklogit, normgate, renorm, projgate, combo, combo2 or oracle");
-  if (arm.filter == Filter::keygate || arm.output_gate != OutputGate::none)
-    throw UsageError("arm '" + name + "' has no toy form yet", "the toy's arms: baseline, offbyone, sinklogit, "
-                     "normgate, renorm, projgate, combo, combo2, ZERO+FILTER of those, or oracle");
   return {arm.name(), arm, false};
 }
 
@@ -177,10 +174,30 @@ ToyModelImpl::ToyModelImpl(const TaskConfig& config, ToyArm arm, const std::vect
   if (a.zero == ZeroOption::sinklogit) sink_logit = register_parameter("sink_logit", torch::zeros({s}));
   if (a.filter == Filter::normgate || a.filter == Filter::renorm)
     gate_tau = register_parameter("gate_tau", torch::full({s}, -4.0 / gate_beta));
-  if (a.filter == Filter::projgate) {
+  if (a.filter == Filter::projgate || a.filter == Filter::keygate) {
     gate_w = register_parameter("gate_w", torch::zeros({s, d}));
     gate_b = register_parameter("gate_b", torch::full({s}, 4.0));
   }
+  if (a.output_gate != OutputGate::none) {
+    // Drawn after the shared parameters, so that every arm's q, W_k, W_v, W_r stay the same.
+    const int64_t rows = a.output_gate == OutputGate::headwise ? 1 : d;
+    std::vector<torch::Tensor> gates;
+    for (const int64_t seed : seeds) {
+      auto generator = seed_generator(seed, kInitStream);
+      const std::vector<std::vector<int64_t>> shared = {{d}, {d, d}, {d, d}, {r, d}};  // q, W_k, W_v, W_r
+      for (const auto& shape : shared) torch::randn(shape, generator, torch::kFloat);  // drawn again, skipped
+      gates.push_back(torch::randn({rows, d}, generator, torch::kFloat) * kInitStd);
+    }
+    out_gate = register_parameter("out_gate", torch::stack(gates));
+  }
+}
+
+ArmParameters ToyModelImpl::attend_parameters() const {
+  ArmParameters params{sink_logit, gate_tau, gate_w, gate_b, {}};
+  // attend() reads one W_theta^T (rows, S·d) for all heads from hidden states (B, Tq, S·d); seed s's
+  // W_theta^T is block s of a block-diagonal matrix, and its hidden state is its query q_s.
+  if (out_gate.defined()) params.out_gate = torch::block_diag(out_gate.unbind(0));
+  return params;
 }
 
 torch::Tensor ToyModelImpl::forward(const torch::Tensor& features, const torch::Tensor& key_sources,
@@ -188,6 +205,7 @@ torch::Tensor ToyModelImpl::forward(const torch::Tensor& features, const torch::
                                     std::vector<AttentionTelemetry>* telemetry) {
   const int64_t b = batch.items.size(0), s = batch.items.size(1), t = batch.items.size(2);
   const int64_t n = config_.features(), d = config_.dim, g = block, p = b / block;
+  if (arm_.arm.filter == Filter::keygate) return forward_items(features, key_sources, batch, telemetry);
   if (g < 1 || b % g != 0) throw UsageError("toy: query block " + std::to_string(g) + " does not divide the batch");
 
   // Item logits s_bt = q.(W_k x)/sqrt(d) = (W_k^T q).x/sqrt(d), one per row of the key inputs.
@@ -223,9 +241,39 @@ torch::Tensor ToyModelImpl::forward(const torch::Tensor& features, const torch::
   options.causal = false;
   options.hooks = hooks.active() ? &hooks : nullptr;
   options.backend = AttentionBackend::explicit_math;  // the fused kernels need equal q, k and v widths
-  const auto y = attend(queries, keys, reads, arm_parameters(), options);  // (P, S, G, d)
+  if (out_gate.defined()) options.gate_input = query.reshape({1, 1, s * d}).expand({p, g, s * d});  // (P, G, S·d)
+  const auto y = attend(queries, keys, reads, attend_parameters(), options);  // (P, S, G, d)
   return torch::baddbmm(readout_bias.unsqueeze(1), y.permute({1, 0, 2, 3}).reshape({s, b, d}),
                         readout.transpose(1, 2));  // (S, B, n_rel)
+}
+
+torch::Tensor ToyModelImpl::forward_items(const torch::Tensor& features, const torch::Tensor& key_sources,
+                                          const StackedBatch& batch, std::vector<AttentionTelemetry>* telemetry) {
+  const int64_t b = batch.items.size(0), s = batch.items.size(1), t = batch.items.size(2);
+  const int64_t n = config_.features(), d = config_.dim;
+  // One query per sequence; keys k_bt = W_k·(key input) and reads v_bt = W_v·x_bt of every item.
+  const auto key_table = torch::matmul(key_sources, key.transpose(1, 2)).reshape({-1, d});  // (S·K, d)
+  const auto value_table = torch::matmul(features, value.transpose(1, 2)).reshape({-1, d});  // (S·N, d)
+  const auto offsets = (torch::arange(s, batch.items.options()) * n).view({1, s, 1});
+  const auto keys = key_table.index_select(0, batch.key_rows.reshape({-1})).view({b, s, t, d});             // (B, S, T, d)
+  const auto reads = value_table.index_select(0, (batch.items + offsets).reshape({-1})).view({b, s, t, d});  // (B, S, T, d)
+  const auto queries = query.view({1, s, 1, d}).expand({b, s, 1, d});                                        // (B, S, 1, d)
+
+  AttentionHooks hooks;
+  if (arm_.oracle) {
+    const auto keep = (batch.items < config_.relevant).to(torch::kFloat).unsqueeze(-1);  // (B, S, T, 1)
+    hooks.corrupt = [keep](const torch::Tensor& v, int64_t) { return v * keep.to(v.scalar_type()); };
+  }
+  if (telemetry) hooks.telemetry = store_telemetry(*telemetry);
+  AttendOptions options;
+  options.arm = arm_.arm;
+  options.gate_beta = gate_beta_;
+  options.causal = false;
+  options.hooks = hooks.active() ? &hooks : nullptr;
+  options.backend = AttentionBackend::explicit_math;
+  if (out_gate.defined()) options.gate_input = query.reshape({1, 1, s * d}).expand({b, 1, s * d});  // (B, 1, S·d)
+  const auto y = attend(queries, keys, reads, attend_parameters(), options);  // (B, S, 1, d)
+  return torch::baddbmm(readout_bias.unsqueeze(1), y.squeeze(2).transpose(0, 1), readout.transpose(1, 2));
 }
 
 std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const std::vector<int64_t>& seeds,
@@ -237,6 +285,7 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
   const auto zeros = [&] { return torch::zeros({s}, torch::TensorOptions().dtype(torch::kDouble).device(device)); };
   auto wrong = zeros(), wrong_sequences = zeros(), bce = zeros(), relevant_mass = zeros(), phantom_mass = zeros();
   auto gate_relevant = zeros(), gate_irrelevant = zeros(), count_relevant = zeros(), count_irrelevant = zeros();
+  auto output_gate_sum = zeros();
   auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.eval_seed));
   for (int64_t done = 0; done < options.eval_sequences; done += options.eval_chunk) {
     const int64_t n = std::min(options.eval_chunk, options.eval_sequences - done);
@@ -253,12 +302,29 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
                                                F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone))
                .sum({1, 2})
                .to(torch::kDouble);
-    // Telemetry is per table row: weights (B/G, S, G, N), phantom mass (B/G, S, G), gates (B/G, S, N).
     const auto& record = telemetry.at(0);
     const int64_t r = config.relevant;
+    if (record.phantom_mass.defined()) phantom_mass += record.phantom_mass.to(torch::kDouble).sum(kBlocksQueries);
+    // Output gates (B/G, S, G, 1 or d), or (B, S, 1, 1 or d) per item: one query per sequence either way.
+    if (record.output_gates.defined())
+      output_gate_sum += record.output_gates.to(torch::kDouble).mean(-1).sum(kBlocksQueries);
+    if (model->per_item()) {
+      // Per item: weights (B, S, 1, T), phantom mass (B, S, 1), gates (B, S, T).
+      const auto relevant = (batch.items < r).to(torch::kDouble);  // (B, S, T)
+      const auto irrelevant = 1.0 - relevant;
+      relevant_mass += (record.weights.to(torch::kDouble).squeeze(2) * relevant).sum(kBatchAndRows);
+      if (record.gates.defined()) {
+        const auto gates = record.gates.to(torch::kDouble);
+        gate_relevant += (gates * relevant).sum(kBatchAndRows);
+        gate_irrelevant += (gates * irrelevant).sum(kBatchAndRows);
+      }
+      count_relevant += relevant.sum(kBatchAndRows);
+      count_irrelevant += irrelevant.sum(kBatchAndRows);
+      continue;
+    }
+    // Per table row: weights (B/G, S, G, N), phantom mass (B/G, S, G), gates (B/G, S, N).
     const auto weights = record.weights.to(torch::kDouble);
     relevant_mass += weights.narrow(3, 0, r).sum(kBlocksQueriesRows);
-    if (record.phantom_mass.defined()) phantom_mass += record.phantom_mass.to(torch::kDouble).sum(kBlocksQueries);
     const auto counts = batch.counts.to(torch::kDouble);  // (B, S, N): items per row
     if (record.gates.defined()) {
       const auto per_item = counts * record.gates[0].to(torch::kDouble).unsqueeze(0);  // (B, S, N)
@@ -286,6 +352,7 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
     const bool gated = arm.arm.has_gate();
     row.gate_relevant = gated ? gate_relevant[i].item<double>() / count_relevant[i].item<double>() : kNaN;
     row.gate_irrelevant = gated ? gate_irrelevant[i].item<double>() / count_irrelevant[i].item<double>() : kNaN;
+    row.output_gate_mean = arm.arm.has_output_gate() ? output_gate_sum[i].item<double>() / sequences : kNaN;
     rows.push_back(row);
   }
   return rows;
@@ -387,11 +454,11 @@ ResultTable to_table(const std::vector<RunResult>& rows) {
   table.add_column("arm", Role::key, ColumnType::string);
   table.add_column("seed", Role::key, ColumnType::int64);
   for (const char* name : {"error", "sequence_error", "eval_bce", "train_bce", "relevant_mass", "phantom_mass",
-                           "gate_relevant", "gate_irrelevant"})
+                           "gate_relevant", "gate_irrelevant", "output_gate_mean"})
     table.add_column(name, Role::value, ColumnType::float64);
   for (const auto& r : rows)
     table.append_row({r.condition, r.load, r.arm, r.seed, r.error, r.sequence_error, r.eval_bce, r.train_bce,
-                      r.relevant_mass, r.phantom_mass, r.gate_relevant, r.gate_irrelevant});
+                      r.relevant_mass, r.phantom_mass, r.gate_relevant, r.gate_irrelevant, r.output_gate_mean});
   return table;
 }
 

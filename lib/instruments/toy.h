@@ -35,6 +35,27 @@
 // what makes the 120-run grid fit on two cores (2.5x faster at load 8, 7x at load 1, measured).
 // Absent rows get a logit 10^4 below the sequence's largest item logit: a weight of exactly zero.
 //
+// The key gate (keygate) breaks the merged rows: it decides per item on the key k_bt, and in the
+// channel-blind condition the items of one feature carry different tags, hence different gates. A
+// row could still carry the exact effective gate, sum_{t: item_bt = n} e^{s_bt} g_bt / e^{L_bn} per
+// (sequence, row), since its aggregate is sum_t e^{s_bt} g_bt v_n; but attend() decides gates
+// itself from its keys, and feeding it per-query gates would add an interface for this one
+// caller. Key-gate arms therefore run over the items instead, in both conditions: queries q
+// (B, S, 1, d), keys W_k·(key input) and reads W_v·x per item (B, S, T, d), and attend() computes
+// the key gate itself (w_h = 0, b_h = 4 at init, as in the LM). Exact and simple; it materialises
+// B·T·d floats per seed, a few times slower than the table. Telemetry then holds weights
+// (B, S, 1, T) and gates (B, S, T) per item, and evaluate() averages them over items as it
+// averages the table's rows weighted by item counts.
+//
+// The output gate (outgate, outgate-elem) multiplies the head's output y by sigma(x W_theta), x
+// the query position's hidden state. The toy's query is a learned vector q per seed, not computed
+// from content, so x = q and the gate is sigma(q W_theta): a learned constant per head (head-wise)
+// or per dimension (element-wise), W_theta ~ N(0, 0.02) per seed as in the LM. It can scale the
+// head's output but cannot decide per sequence. attend() applies it after the softmax and the
+// aggregate, so with a zero option (sinklogit+outgate) it composes as in the LM: a phantom that
+// takes mass per sequence, then a constant scale. attend() takes one W_theta for all heads, so the
+// seeds' W_theta^T form a block-diagonal matrix and the hidden state is (q_1 … q_S).
+//
 // Several seeds train in one pass as the heads of one attend() call (seed s = head s, each head
 // with its own dictionary, data, query and projections), and several arms train side by side in
 // one process; the summed loss leaves every (arm, seed) exactly independent.
@@ -122,8 +143,8 @@ struct ToyArm {
   bool oracle = false;
 };
 
-/// "oracle" or any attention arm name except the sink token (it needs a sequence model);
-/// UsageError otherwise.
+/// "oracle" or any attention arm name except the sink token (it needs a sequence model), key
+/// gate and output gates included; UsageError otherwise.
 ToyArm parse_toy_arm(const std::string& name);
 
 /// The arms of Figure 3: baseline, offbyone, normgate, renorm, oracle.
@@ -162,12 +183,17 @@ class ToyModelImpl : public torch::nn::Module {
 
   /// Readout logits (S, B, n_rel). features (S, N, d) and key_sources (S, K, d) are the stacked
   /// dictionaries and key inputs; block is G (query_block). With telemetry, attend() records its
-  /// measurements there: weights (B/G, S, G, N) over the table rows, gates and reads per row.
+  /// measurements there: weights (B/G, S, G, N) over the table rows, gates and reads per row; for
+  /// a key-gate arm (per_item()) weights (B, S, 1, T) over the items, gates and reads per item,
+  /// and block is unused.
   torch::Tensor forward(const torch::Tensor& features, const torch::Tensor& key_sources, const StackedBatch& batch,
                         int64_t block, std::vector<AttentionTelemetry>* telemetry = nullptr);
 
   const ToyArm& arm() const { return arm_; }
-  ArmParameters arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, /*out_gate=*/{}}; }
+  /// The arm's parameters per seed (out_gate as the per-seed W_theta^T, not yet block-diagonal).
+  ArmParameters arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, out_gate}; }
+  /// True when forward() runs over the items (key-gate arms) rather than over the table rows.
+  bool per_item() const { return arm_.arm.filter == Filter::keygate; }
 
   torch::Tensor query;         // (S, d)
   torch::Tensor key;           // (S, d, d) W_k
@@ -176,10 +202,17 @@ class ToyModelImpl : public torch::nn::Module {
   torch::Tensor readout_bias;  // (S, n_rel) b_r
   torch::Tensor sink_logit;    // (S) b_h of a sink-logit arm
   torch::Tensor gate_tau;      // (S) tau_h of the norm gate / routing-slot control
-  torch::Tensor gate_w;        // (S, d) w_h of the projection gate
-  torch::Tensor gate_b;        // (S) b_h of the projection gate
+  torch::Tensor gate_w;        // (S, d) w_h of the projection or key gate
+  torch::Tensor gate_b;        // (S) b_h of the projection or key gate
+  torch::Tensor out_gate;      // (S, 1, d) head-wise or (S, d, d) element-wise: W_theta^T of the output gate
 
  private:
+  /// The parameters as attend() takes them for S heads: W_theta^T block-diagonal over the seeds.
+  ArmParameters attend_parameters() const;
+  /// forward() over the items: queries (B, S, 1, d), keys and reads (B, S, T, d).
+  torch::Tensor forward_items(const torch::Tensor& features, const torch::Tensor& key_sources,
+                              const StackedBatch& batch, std::vector<AttentionTelemetry>* telemetry);
+
   TaskConfig config_;
   ToyArm arm_;
   double gate_beta_;
@@ -200,6 +233,8 @@ struct RunResult {
   double phantom_mass = 0;    // mean routing mass on the phantom; NaN without one
   double gate_relevant = 0;   // mean gate value of relevant reads; NaN without a gate
   double gate_irrelevant = 0; // mean gate value of irrelevant reads; NaN without a gate
+  double output_gate_mean = 0;  // mean output gate sigma(q W_theta) (over the head's dimensions,
+                                // element-wise) on the evaluation set; NaN without an output gate
 };
 
 /// Metrics of trained models on the fixed evaluation set: one RunResult per seed, in seed order

@@ -2,6 +2,7 @@
 // the oracle's corruption, training, determinism, pairing, and the result file.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -74,7 +75,13 @@ torch::Tensor reference_logits(const sg::toy::ToyModel& model, int64_t s, const 
     auto v = torch::mv(wv, x);
     if (arm.oracle && item >= config.relevant) v = torch::zeros_like(v);
     double logit = torch::dot(q, torch::mv(wk, key_in)).item<double>() / std::sqrt(static_cast<double>(d));
-    if (arm.arm.has_gate()) {
+    if (arm.arm.filter == sg::Filter::keygate) {
+      // Decided on this item's key k = W_k·(key input), not on its read.
+      const auto k = torch::mv(wk, key_in);
+      const double z = torch::dot(dbl(model->gate_w[s]), k).item<double>() / std::sqrt(static_cast<double>(d)) +
+                       model->gate_b[s].item<double>();
+      v = v / (1.0 + std::exp(-z));
+    } else if (arm.arm.has_gate()) {
       const double tau = model->gate_tau[s].item<double>();
       const double norm = v.norm().item<double>() / std::sqrt(static_cast<double>(d));
       const double g = 1.0 / (1.0 + std::exp(-beta * (norm - tau)));
@@ -84,10 +91,16 @@ torch::Tensor reference_logits(const sg::toy::ToyModel& model, int64_t s, const 
     logits.push_back(logit);
     reads.push_back(v);
   }
-  double denominator = arm.arm.zero == sg::ZeroOption::offbyone ? 1.0 : 0.0;  // phantom: exp(0)
+  double denominator = 0.0;
+  if (arm.arm.zero == sg::ZeroOption::offbyone) denominator = 1.0;  // phantom: exp(0)
+  if (arm.arm.zero == sg::ZeroOption::sinklogit) denominator = std::exp(model->sink_logit[s].item<double>());
   for (const double l : logits) denominator += std::exp(l);
   auto y = torch::zeros({d}, torch::kDouble);
   for (int64_t t = 0; t < t_len; ++t) y += std::exp(logits[t]) / denominator * reads[t];
+  // The output gate: sigma(x W_theta) with x = q, one value per head or per dimension.
+  if (arm.arm.output_gate == sg::OutputGate::headwise)
+    y = y / (1.0 + std::exp(-torch::dot(q, dbl(model->out_gate[s][0])).item<double>()));
+  if (arm.arm.output_gate == sg::OutputGate::elementwise) y = y / (1.0 + (-torch::mv(dbl(model->out_gate[s]), q)).exp());
   return torch::mv(dbl(model->readout[s]), y) + dbl(model->readout_bias[s]);
 }
 
@@ -182,6 +195,262 @@ TEST_CASE("toy: the head matches a float64 reference for every arm, condition an
         CHECK(worst < 1e-4);
       }
     }
+  }
+}
+
+TEST_CASE("toy: the key gate and the output gates match a float64 reference over items", "[toy]") {
+  const std::vector<int64_t> seeds = {3, 7};
+  const double beta = 8.0;
+  for (const auto routing : {Routing::blind, Routing::visible}) {
+    const auto config = small_task(routing);
+    const auto in = seeded_inputs(config, seeds, /*stream=*/42, /*sequences=*/16);
+    const auto& [tasks, batches, stacked, features, key_sources] = in;
+    for (const auto& name : {"keygate", "offbyone+keygate", "outgate", "outgate-elem", "sinklogit+outgate",
+                             "normgate+outgate-elem", "keygate+outgate"}) {
+      sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, beta);
+      {
+        torch::NoGradGuard no_grad;
+        torch::manual_seed(5);
+        model->query.normal_(0.0, 1.0);
+        model->key.normal_(0.0, 1.0);
+        model->value.normal_(0.0, 1.0);
+        model->readout.normal_(0.0, 1.0);
+        model->readout_bias.normal_(0.0, 1.0);
+        if (model->gate_tau.defined()) model->gate_tau.fill_(1.0);
+        if (model->gate_w.defined()) model->gate_w.normal_(0.0, 1.0);
+        if (model->gate_b.defined()) model->gate_b.normal_(0.0, 1.0);
+        if (model->sink_logit.defined()) model->sink_logit.normal_(0.0, 1.0);
+        if (model->out_gate.defined()) model->out_gate.normal_(0.0, 1.0);
+      }
+      for (const int64_t block : {1, 4}) {
+        const auto logits = model->forward(features, key_sources, stacked, block);  // (S, B, R)
+        REQUIRE(logits.sizes() == torch::IntArrayRef({2, 16, config.relevant}));
+        double worst = 0;
+        for (int64_t s = 0; s < 2; ++s)
+          for (int64_t b = 0; b < 16; ++b)
+            worst = std::max(worst, max_abs_diff(logits[s][b], reference_logits(model, s, tasks[s], batches[s], b,
+                                                                                config, beta)));
+        INFO(sg::toy::to_string(routing) << " " << name << " block " << block
+                                         << ": max |logits - reference| = " << worst);
+        CHECK(worst < 1e-4);
+      }
+    }
+  }
+}
+
+TEST_CASE("toy: the key gate differs between items of one feature with channel-blind keys only", "[toy]") {
+  const std::vector<int64_t> seeds = {0};
+  for (const auto routing : {Routing::blind, Routing::visible}) {
+    const auto config = small_task(routing);
+    const auto in = seeded_inputs(config, seeds, /*stream=*/9, /*sequences=*/64);
+    const auto& [tasks, batches, stacked, features, key_sources] = in;
+    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm("keygate"), seeds, 8.0);
+    {
+      // A fixed draw, and b_h = 0 rather than the initial 4: a gate at sigma(4 ± 1) hardly varies,
+      // and with draws of its own per run the spread fell below 0.05 in one run of three.
+      torch::NoGradGuard no_grad;
+      torch::manual_seed(17);
+      model->key.normal_(0.0, 1.0);
+      model->gate_w.normal_(0.0, 1.0);
+      model->gate_b.zero_();
+    }
+    std::vector<sg::AttentionTelemetry> telemetry;
+    model->forward(features, key_sources, stacked, /*block=*/4, &telemetry);
+    const auto& gates = telemetry.at(0).gates;  // (B, S, T): one per item
+    REQUIRE(gates.sizes() == torch::IntArrayRef({64, 1, config.length}));
+    // The spread of the gate among the items of each feature, against the gate written out.
+    const auto wk = model->key[0].detach().to(torch::kDouble), w = model->gate_w[0].detach().to(torch::kDouble);
+    const double b_h = model->gate_b[0].item<double>();
+    std::vector<double> lowest(config.features(), 2.0), highest(config.features(), -1.0);
+    double worst = 0;
+    for (int64_t b = 0; b < 64; ++b)
+      for (int64_t t = 0; t < config.length; ++t) {
+        const int64_t item = batches[0].items[b][t].item<int64_t>();
+        const auto key_in = routing == Routing::blind ? tasks[0].tags[batches[0].tags[b][t].item<int64_t>()]
+                                                      : tasks[0].features[item];
+        const double z = torch::dot(w, torch::mv(wk, key_in.to(torch::kDouble))).item<double>() /
+                         std::sqrt(static_cast<double>(config.dim)) + b_h;
+        const double g = gates[b][0][t].item<double>();
+        worst = std::max(worst, std::abs(g - 1.0 / (1.0 + std::exp(-z))));
+        lowest[item] = std::min(lowest[item], g);
+        highest[item] = std::max(highest[item], g);
+      }
+    double spread = 0;
+    for (int64_t n = 0; n < config.features(); ++n) spread = std::max(spread, highest[n] - lowest[n]);
+    INFO(sg::toy::to_string(routing) << ": max |gate - reference| = " << worst << ", widest spread in a feature "
+                                     << spread);
+    CHECK(worst < 1e-5);
+    if (routing == Routing::blind) CHECK(spread > 0.05);
+    else CHECK(spread < 1e-6);
+  }
+}
+
+TEST_CASE("toy: the output gate is one learned constant per seed, drawn after the shared parameters", "[toy]") {
+  const auto config = small_task();
+  sg::toy::ToyModel baseline(config, sg::toy::parse_toy_arm("baseline"), std::vector<int64_t>{2, 5}, 8.0);
+  sg::toy::ToyModel head(config, sg::toy::parse_toy_arm("outgate"), std::vector<int64_t>{2, 5}, 8.0);
+  sg::toy::ToyModel element(config, sg::toy::parse_toy_arm("outgate-elem"), std::vector<int64_t>{5}, 8.0);
+  CHECK(torch::equal(baseline->query, head->query));
+  CHECK(torch::equal(baseline->key, head->key));
+  CHECK(torch::equal(baseline->readout[1], element->readout[0]));
+  REQUIRE(head->out_gate.sizes() == torch::IntArrayRef({2, 1, config.dim}));
+  REQUIRE(element->out_gate.sizes() == torch::IntArrayRef({1, config.dim, config.dim}));
+  const double sd = element->out_gate.std().item<double>();
+  INFO("element-wise W_theta standard deviation " << sd);
+  CHECK(sd > 0.015);
+  CHECK(sd < 0.025);
+  CHECK_FALSE(baseline->out_gate.defined());
+  CHECK_THROWS_AS(sg::toy::parse_toy_arm("sinktoken+outgate"), sg::UsageError);
+}
+
+TEST_CASE("toy: the key gate's run over the items measures routing mass, phantom mass and gates as written out",
+          "[toy]") {
+  // evaluate() on a key-gate arm reads the per-item telemetry (weights (B, S, 1, T), gates (B, S, T));
+  // here every measurement is recomputed item by item in float64 on the same evaluation draws.
+  const std::vector<int64_t> seeds = {3, 7};
+  sg::toy::TrainOptions options;
+  options.eval_sequences = 48;
+  options.eval_chunk = 32;  // a partial last chunk
+  options.eval_seed = 11;
+  for (const auto routing : {Routing::blind, Routing::visible}) {
+    const auto config = small_task(routing);
+    std::vector<sg::toy::Task> tasks;
+    for (const auto seed : seeds) tasks.push_back(sg::toy::make_task(config, seed));
+    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm("offbyone+keygate"), seeds, 8.0);
+    {
+      torch::NoGradGuard no_grad;
+      torch::manual_seed(11);
+      model->query.normal_(0.0, 1.0);
+      model->key.normal_(0.0, 1.0);
+      model->gate_w.normal_(0.0, 2.0);
+      model->gate_b.normal_(0.0, 1.0);
+    }
+    const auto rows = sg::toy::evaluate(model, config, seeds, tasks, options);
+    REQUIRE(rows.size() == 2);
+    const double d = static_cast<double>(config.dim);
+    for (int64_t s = 0; s < 2; ++s) {
+      const auto q = model->query[s].detach().to(torch::kDouble), wk = model->key[s].detach().to(torch::kDouble);
+      const auto w = model->gate_w[s].detach().to(torch::kDouble);
+      const double b_h = model->gate_b[s].item<double>();
+      double relevant_mass = 0, phantom_mass = 0, gate_relevant = 0, gate_irrelevant = 0;
+      int64_t relevant = 0, irrelevant = 0;
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.eval_seed));
+      for (int64_t done = 0; done < options.eval_sequences; done += options.eval_chunk) {
+        const int64_t n = std::min(options.eval_chunk, options.eval_sequences - done);
+        const auto batch = sg::toy::sample_batch(config, n, generator);
+        for (int64_t b = 0; b < n; ++b) {
+          std::vector<double> e(config.length);
+          double denominator = 1.0;  // off-by-one: the phantom's exp(0)
+          for (int64_t t = 0; t < config.length; ++t) {
+            const int64_t item = batch.items[b][t].item<int64_t>();
+            const auto key_in = (routing == Routing::blind ? tasks[s].tags[batch.tags[b][t].item<int64_t>()]
+                                                           : tasks[s].features[item]).to(torch::kDouble);
+            const auto k = torch::mv(wk, key_in);
+            e[t] = std::exp(torch::dot(q, k).item<double>() / std::sqrt(d));
+            denominator += e[t];
+            const double g = 1.0 / (1.0 + std::exp(-(torch::dot(w, k).item<double>() / std::sqrt(d) + b_h)));
+            if (item < config.relevant) {
+              gate_relevant += g;
+              ++relevant;
+            } else {
+              gate_irrelevant += g;
+              ++irrelevant;
+            }
+          }
+          phantom_mass += 1.0 / denominator;
+          for (int64_t t = 0; t < config.length; ++t)
+            if (batch.items[b][t].item<int64_t>() < config.relevant) relevant_mass += e[t] / denominator;
+        }
+      }
+      const double sequences = static_cast<double>(options.eval_sequences);
+      INFO(sg::toy::to_string(routing) << " seed " << seeds[s]);
+      REQUIRE(relevant > 0);
+      CHECK(rows[s].relevant_mass == Approx(relevant_mass / sequences).epsilon(1e-5));
+      CHECK(rows[s].phantom_mass == Approx(phantom_mass / sequences).epsilon(1e-5));
+      CHECK(rows[s].gate_relevant == Approx(gate_relevant / relevant).epsilon(1e-5));
+      CHECK(rows[s].gate_irrelevant == Approx(gate_irrelevant / irrelevant).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("toy: the output gate's mean is sigma(q W_theta) written out, over the table rows and over the items",
+          "[toy]") {
+  const std::vector<int64_t> seeds = {3, 7};
+  sg::toy::TrainOptions options;
+  options.eval_sequences = 48;
+  options.eval_chunk = 32;
+  const auto config = small_task(Routing::blind);
+  std::vector<sg::toy::Task> tasks;
+  for (const auto seed : seeds) tasks.push_back(sg::toy::make_task(config, seed));
+  for (const auto& name : {"outgate", "outgate-elem", "sinklogit+outgate", "keygate+outgate-elem", "keygate"}) {
+    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, 8.0);
+    {
+      torch::NoGradGuard no_grad;
+      torch::manual_seed(13);
+      model->query.normal_(0.0, 1.0);
+      if (model->out_gate.defined()) model->out_gate.normal_(0.0, 1.0);
+    }
+    const auto rows = sg::toy::evaluate(model, config, seeds, tasks, options);
+    for (int64_t s = 0; s < 2; ++s) {
+      INFO(name << " seed " << seeds[s]);
+      if (!model->out_gate.defined()) {
+        CHECK(std::isnan(rows[s].output_gate_mean));
+        continue;
+      }
+      // One value per row of W_theta^T (one head-wise, d element-wise), the mean over them.
+      const auto q = model->query[s].detach().to(torch::kDouble);
+      const auto w = model->out_gate[s].detach().to(torch::kDouble);
+      double sum = 0;
+      for (int64_t e = 0; e < w.size(0); ++e) sum += 1.0 / (1.0 + std::exp(-torch::dot(q, w[e]).item<double>()));
+      CHECK(rows[s].output_gate_mean == Approx(sum / static_cast<double>(w.size(0))).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("toy: a short run lowers the loss of the key-gate and output-gate arms", "[toy]") {
+  torch::set_num_threads(1);
+  sg::toy::TaskConfig config;
+  config.dim = 16;
+  config.load = 2;
+  config.relevant = 4;
+  config.length = 16;
+  config.tags = 64;
+  sg::toy::TrainOptions options;
+  options.steps = 150;
+  options.batch = 64;
+  options.lr = 1e-2;
+  options.eval_sequences = 256;
+  options.eval_chunk = 100;
+  options.loss_window = 10;
+  options.log_interval = 0;
+  const std::vector<std::string> names = {"keygate", "outgate", "outgate-elem", "sinklogit+outgate"};
+  std::vector<sg::toy::ToyArm> arms;
+  for (const auto& name : names) arms.push_back(sg::toy::parse_toy_arm(name));
+  std::vector<double> first(arms.size()), last(arms.size());
+  auto record = [&](int64_t step, const std::vector<torch::Tensor>& losses) {
+    for (size_t a = 0; a < losses.size(); ++a) {
+      if (step <= 10) first[a] += losses[a].mean().item<double>() / 10;
+      if (step > options.steps - 10) last[a] += losses[a].mean().item<double>() / 10;
+    }
+  };
+  const auto rows = sg::toy::train_and_evaluate(config, options, arms, {0, 1}, record);
+  REQUIRE(rows.size() == 2 * arms.size());
+  for (size_t a = 0; a < arms.size(); ++a) {
+    INFO(names[a] << ": mean loss of the first 10 steps " << first[a] << ", of the last 10 " << last[a]);
+    CHECK(last[a] < first[a] - 0.05);
+  }
+  for (const auto& row : rows) {
+    INFO(row.arm << " seed " << row.seed);
+    CHECK(row.error >= 0.0);
+    CHECK(row.error < 0.5);
+    CHECK(std::isfinite(row.eval_bce));
+    CHECK(row.relevant_mass > 0.0);
+    CHECK(row.relevant_mass <= 1.0);
+    CHECK(std::isnan(row.phantom_mass) == (row.arm != "sinklogit+outgate"));
+    CHECK(std::isnan(row.gate_relevant) == (row.arm != "keygate"));
+    if (row.arm == "keygate") CHECK((row.gate_relevant > 0.0 && row.gate_relevant < 1.0));
+    CHECK(std::isnan(row.output_gate_mean) == (row.arm == "keygate"));
+    if (row.arm != "keygate") CHECK((row.output_gate_mean > 0.0 && row.output_gate_mean < 1.0));
   }
 }
 
@@ -320,7 +589,8 @@ TEST_CASE("toy: the result file is a sinkgate-result table with the documented c
   const auto group = file.group("table");
   const std::vector<std::string> expected = {"condition",     "load",         "arm",          "seed",
                                              "error",         "sequence_error", "eval_bce",   "train_bce",
-                                             "relevant_mass", "phantom_mass", "gate_relevant", "gate_irrelevant"};
+                                             "relevant_mass", "phantom_mass", "gate_relevant", "gate_irrelevant",
+                                             "output_gate_mean"};
   CHECK(group.attribute_strings("columns") == expected);
   CHECK(group.attribute_int("rows") == 2);
   for (const auto& name : {"condition", "load", "arm", "seed"})
