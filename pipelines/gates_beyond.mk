@@ -13,9 +13,12 @@
 #   (c) the injection battery (Table 6-style), with the key gate's own direction on the keys;
 #   (d) each arm's parameters per layer (Table 4-style, from sg-arms);
 #   (e) how close the reads (projection gate) and the keys (key gate) come to the gate's learned
-#       direction (sg-probe --probe direction, at DIRECTION_TIER).
+#       direction (sg-probe --probe direction, at DIRECTION_TIER);
+#   (f) the extended Figure 3: the toy task with the key gate and the output gate (pipelines/toy.mk
+#       fig3-beyond; at the quick profile the channel-blind condition at loads 2 and 8, the question
+#       of filtering; GATES_BEYOND_TOY for other grids, GATES_BEYOND_TOY=none to leave it out).
 #
-# Variables: GATES_BEYOND_ARMS, GATES_BEYOND_PROFILE (quick), GATES_BEYOND_OUT (results/PROFILE/gates-beyond,
+# Variables: GATES_BEYOND_ARMS, GATES_BEYOND_PROFILE (quick), GATES_BEYOND_TOY, GATES_BEYOND_OUT (results/PROFILE/gates-beyond,
 # or OUT when given); the profile's usual variables (TIERS, SEEDS, TOKENS, DEVICE, ...) pass through.
 # Included by Makefile.experiments.
 
@@ -23,6 +26,9 @@ GATES_BEYOND_ARMS    ?= baseline sinklogit projgate combo2 outgate sinklogit+out
 GATES_BEYOND_PROFILE ?= quick
 GATES_BEYOND_OUT     ?= $(if $(filter command line environment,$(origin OUT)),$(OUT),results/$(GATES_BEYOND_PROFILE))/gates-beyond
 GATES_BEYOND_ORDER   := baseline,sinklogit,projgate,combo2,outgate,sinklogit+outgate,outgate-elem,sinklogit+outgate-elem,keygate,sinklogit+keygate
+# The toy grid's variables for fig3-beyond (pipelines/toy.mk), or none.
+GATES_BEYOND_TOY     ?= $(if $(filter quick,$(GATES_BEYOND_PROFILE)),TOY_BEYOND_CONDITIONS=blind 'TOY_BEYOND_LOADS=2 8')
+GATES_BEYOND_TOY_FILES = $(GATES_BEYOND_OUT)/toy/beyond/fig3-beyond.png $(GATES_BEYOND_OUT)/toy/beyond/fig3-beyond-claims.md
 GATES_BEYOND_LABELS  := --label 'outgate=output gate' --label 'sinklogit+outgate=sink logit + output gate' \
   --label 'outgate-elem=output gate (element-wise)' --label 'keygate=key gate' --label 'sinklogit+keygate=sink logit + key gate'
 
@@ -31,7 +37,8 @@ GATES_BEYOND_LABELS  := --label 'outgate=output gate' --label 'sinklogit+outgate
 gates-beyond:
 	$(MAKE) -f Makefile.experiments PROFILE=$(GATES_BEYOND_PROFILE) $(if $(filter quick,$(GATES_BEYOND_PROFILE)),THREADS=1) \
 	  OUT=$(GATES_BEYOND_OUT) 'ARMS=$(GATES_BEYOND_ARMS)' 'ARM_ORDER=$(GATES_BEYOND_ORDER)' \
-	  "ARM_LABELS=$(ARM_LABELS) $(GATES_BEYOND_LABELS)" gates-beyond-tables
+	  "ARM_LABELS=$(ARM_LABELS) $(GATES_BEYOND_LABELS)" $(if $(filter none,$(GATES_BEYOND_TOY)),,$(GATES_BEYOND_TOY)) \
+	  gates-beyond-tables $(if $(filter none,$(GATES_BEYOND_TOY)),,$(GATES_BEYOND_TOY_FILES))
 	@echo; echo "## Beyond the paper: gates on the query and key side ($(GATES_BEYOND_PROFILE) profile; docs/beyond.md)"
 	@echo; echo "### Parameters per layer (Table 4-style)"; echo
 	@cat $(GATES_BEYOND_OUT)/gates-beyond-arms.md
@@ -48,6 +55,8 @@ gates-beyond:
 	@echo "decides on the query, nor for arms without a gate: their rows for it are absent by definition."
 	@echo; echo "### (e) The reads (projection gate) and keys (key gate) against the gate's direction (seed $(PROBE_SEED))"; echo
 	@cat $(GATES_BEYOND_OUT)/direction.md
+	$(if $(filter none,$(GATES_BEYOND_TOY)),,@echo; echo "### (f) The toy task with these gates (extended Figure 3: $(GATES_BEYOND_OUT)/toy/beyond/fig3-beyond.png)"; echo; \
+	  cat $(GATES_BEYOND_OUT)/toy/beyond/fig3-beyond-claims.md)
 
 gates-beyond-tables: $(OUT)/gates-beyond-arms.md $(OUT)/table1.md $(OUT)/gates-beyond-table2.md \
   $(OUT)/gates-beyond-sinks.md $(OUT)/table6.md $(OUT)/direction.md

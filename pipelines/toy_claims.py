@@ -58,6 +58,11 @@ def fmt_load(load):
     return f"{load:g}"
 
 
+def nz(value, digits):
+    """value rounded to `digits` places without a negative zero, so that -0.00001 prints as 0.0000."""
+    return round(value, digits) + 0.0
+
+
 def close(a, b, tolerance=0.02):
     """|a - b| within the tolerance or two combined standard errors."""
     (ma, sa, _), (mb, sb, _) = a, b
@@ -97,8 +102,8 @@ def main(argv):
         rise = high[0] - low[0]
         holds = rise > 0.05 and rise > 2 * math.hypot(low[1], high[1])
         claim("channel-blind: the baseline's error rises with the load", holds,
-              f"{low[0]:.4f} at load {fmt_load(base_loads[0])}, {high[0]:.4f} at load {fmt_load(base_loads[-1])} "
-              f"(rise {rise:+.4f}; threshold 0.05)")
+              f"{nz(low[0], 4):.4f} at load {fmt_load(base_loads[0])}, {nz(high[0], 4):.4f} at load {fmt_load(base_loads[-1])} "
+              f"(rise {nz(rise, 4):+.4f}; threshold 0.05)")
     else:
         claim("channel-blind: the baseline's error rises with the load", None, "needs the baseline at two loads")
 
@@ -109,8 +114,8 @@ def main(argv):
         holds = all(close(rows[(blind, "normgate", l)], rows[(blind, "oracle", l)]) for l in shared)
         widest = max(gaps, key=lambda g: abs(g[0]))
         claim("channel-blind: the norm gate matches the oracle", holds,
-              "norm gate − oracle " + ", ".join(f"{g:+.4f} (load {fmt_load(l)})" for g, l in gaps) +
-              f"; the widest {widest[0]:+.4f}; tolerance 0.02")
+              "norm gate − oracle " + ", ".join(f"{nz(g, 4):+.4f} (load {fmt_load(l)})" for g, l in gaps) +
+              f"; the widest {nz(widest[0], 4):+.4f}; tolerance 0.02")
     else:
         claim("channel-blind: the norm gate matches the oracle", None, "needs normgate and oracle in the blind condition")
 
@@ -123,11 +128,11 @@ def main(argv):
         base, value, oracle = (rows[(blind, a, l)][0] for a in ("baseline", arm, "oracle"))
         gap = base - oracle
         if gap <= 0.05:
-            return claim(text, None, f"at load {fmt_load(l)} the baseline is already within 0.05 of the oracle (gap {gap:+.4f})")
+            return claim(text, None, f"at load {fmt_load(l)} the baseline is already within 0.05 of the oracle (gap {nz(gap, 4):+.4f})")
         closed = (base - value) / gap
         claim(text, closed < threshold,
-              f"at load {fmt_load(l)} baseline {base:.4f}, {label} {value:.4f}, oracle {oracle:.4f}: "
-              f"it closes {100 * closed:.1f}% of the gap (threshold {100 * threshold:.0f}%)")
+              f"at load {fmt_load(l)} baseline {nz(base, 4):.4f}, {label} {nz(value, 4):.4f}, oracle {nz(oracle, 4):.4f}: "
+              f"it closes {nz(100 * closed, 1):.1f}% of the gap (threshold {nz(100 * threshold, 0):.0f}%)")
 
     if beyond:
         # Gates that do not decide on the read they multiply cannot tell relevant from irrelevant
@@ -137,7 +142,7 @@ def main(argv):
                            ("sinklogit+outgate", "the sink logit with the output gate")):
             if not loads_of(rows, blind, arm):
                 continue
-            differences = ", ".join(f"{rows[(blind, arm, l)][0] - rows[(blind, 'baseline', l)][0]:+.4f} (load {fmt_load(l)})"
+            differences = ", ".join(f"{nz(rows[(blind, arm, l)][0] - rows[(blind, 'baseline', l)][0], 4):+.4f} (load {fmt_load(l)})"
                                     for l in loads_of(rows, blind, arm) if (blind, "baseline", l) in rows)
             print(f"- channel-blind: {label} − baseline: {differences}")
             gap_claim(f"channel-blind: {label} does not filter (tracks the baseline)", arm, arm, 0.5,
@@ -156,7 +161,7 @@ def main(argv):
         holds = all(close(rows[("visible", "baseline", l)], rows[("visible", "oracle", l)]) for l in shared)
         claim("routing-visible: the baseline and the oracle coincide", holds,
               "baseline − oracle " + ", ".join(
-                  f"{rows[('visible', 'baseline', l)][0] - rows[('visible', 'oracle', l)][0]:+.4f} (load {fmt_load(l)})"
+                  f"{nz(rows[('visible', 'baseline', l)][0] - rows[('visible', 'oracle', l)][0], 4):+.4f} (load {fmt_load(l)})"
                   for l in shared) + "; tolerance 0.02 or two standard errors")
     else:
         claim("routing-visible: the baseline and the oracle coincide", None,

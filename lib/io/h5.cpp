@@ -1481,9 +1481,39 @@ std::string check_object(hid_t object, Check& check) {
         chunks *= (dims[i] + chunk[i] - 1) / chunk[i];  // at most count: no overflow
         chunk_elements = std::min<uint64_t>(chunk_elements * chunk[i], uint64_t{1} << 40);
       }
-      expected = chunks * (chunk_elements * element + (filters > 0 ? 4 : 0));
-      if (chunk_elements >= (uint64_t{1} << 40) || expected / chunks != chunk_elements * element + (filters > 0 ? 4 : 0))
+      const uint64_t chunk_bytes = chunk_elements * element + (filters > 0 ? 4 : 0);
+      expected = chunks * chunk_bytes;
+      if (chunk_elements >= (uint64_t{1} << 40) || expected / chunks != chunk_bytes)
         return " is a dataset with chunks of an impossible size";
+      if (check.file_bytes > 0 && expected > check.file_bytes)
+        return " is a dataset of " + std::to_string(chunks) + " chunks of " + std::to_string(chunk_bytes) +
+               " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold";
+      // Chunk by chunk rather than H5Dget_storage_size: that walks the chunk index up to a bound the
+      // index's header states, and a header edited to a huge bound (checksum recomputed) made it
+      // loop for hours; a lookup per chunk origin is bounded by the chunk count, itself bounded by
+      // the file's size just above.
+      std::vector<hsize_t> origin(dims.size(), 0);
+      for (uint64_t n = 0; n < chunks; ++n) {
+        unsigned mask = 0;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(object, origin.data(), &mask, &address, &size) < 0)
+          return "'s chunk index cannot be read (" + hdf5_message() + ")";
+        if (address == HADDR_UNDEF || size != chunk_bytes) {
+          std::string at;
+          for (size_t i = 0; i < origin.size(); ++i) at += (i ? ", " : "") + std::to_string(origin[i]);
+          return " is a dataset whose chunk at [" + at + "] " +
+                 (address == HADDR_UNDEF ? std::string("was never written")
+                                         : "stores " + std::to_string(size) + " of its " + std::to_string(chunk_bytes) + " bytes") +
+                 " (chunks never written, or lost, would read as fill values)";
+        }
+        for (size_t i = origin.size(); i-- > 0;) {  // the next chunk origin, the last dimension fastest
+          origin[i] += chunk[i];
+          if (origin[i] < dims[i]) break;
+          origin[i] = 0;
+        }
+      }
+      return "";
     }
     const uint64_t stored = H5Dget_storage_size(object);
     if (stored < expected)

@@ -131,12 +131,13 @@ set_tests_properties("make: sinks-cpu tabulates the sink analysis by training bu
 # gates-beyond: the arms of the paper's third open question trained with paired seeds, and its tables:
 # the parameters per layer, the output gate's 2x2 decomposition with the sink logit beside the
 # projection gate's, the sink analysis with the output gate's abstention, the key gate's own direction,
-# the keys against the key gate's direction.
+# the keys against the key gate's direction, and the toy task with the new gates (a short grid).
 add_test(NAME "make: gates-beyond trains the output gate and key gate arms and prints the tables of the question"
          COMMAND bash -c "set -euo pipefail; rm -rf '${SG_MAKE_WORK}/gates-beyond'; ${SG_MAKE_LINE} -j2 OUT=${SG_MAKE_WORK}/gates-beyond \
 TIERS=tiny TOKENS=${SG_CLI_DATA}/tokens.h5 SEEDS='0 1' \
 TRAIN_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=4 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16 --log-level quiet' \
-INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet' gates-beyond")
+INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-level quiet' \
+\"GATES_BEYOND_TOY=TOY_BEYOND_CONDITIONS=blind TOY_BEYOND_LOADS=2 'TOY_FLAGS=--steps 20 --batch-size 16 --log-interval 0'\" gates-beyond")
 set_tests_properties("make: gates-beyond trains the output gate and key gate arms and prints the tables of the question" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
-  PASS_REGULAR_EXPRESSION "\\| tiny \\| keygate \\| none \\| keygate \\| none \\| 66 \\|\n\\| tiny \\| outgate \\| none \\| none \\| outgate \\| 128 \\|.*Improvement over baseline.*output gate *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*\\| projection \\| tiny \\| [-+][0-9.]+ \\|.*\\| output \\| tiny \\| [-+][0-9.]+ \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\| output gate, mean \\| rows the output gate closes \\(< 0\\.1\\) \\|.*\\| sink logit \\+ output gate \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\|.*own key-gate direction \\(on the keys\\) \\| q25 \\| key gate \\| [-+][0-9.]+ \\|.*Own direction: defined for the projection gate.*\\(e\\) The reads.*\\| key gate \\| 0 \\| -?[0-9.]+ \\|.*\\| every layer \\| -?[0-9.]+ \\|")
+  PASS_REGULAR_EXPRESSION "\\| tiny \\| keygate \\| none \\| keygate \\| none \\| 66 \\|\n\\| tiny \\| outgate \\| none \\| none \\| outgate \\| 128 \\|.*Improvement over baseline.*output gate *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*\\| projection \\| tiny \\| [-+][0-9.]+ \\|.*\\| output \\| tiny \\| [-+][0-9.]+ \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\| output gate, mean \\| rows the output gate closes \\(< 0\\.1\\) \\|.*\\| sink logit \\+ output gate \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\|.*own key-gate direction \\(on the keys\\) \\| q25 \\| key gate \\| [-+][0-9.]+ \\|.*Own direction: defined for the projection gate.*\\(e\\) The reads.*\\| key gate \\| 0 \\| -?[0-9.]+ \\|.*\\| every layer \\| -?[0-9.]+ \\|.*\\(f\\) The toy task.*fig3-beyond.png.*channel-blind: the key gate [^:]*baseline: [-+]0\\.[0-9]+ \\(load 2\\)")
