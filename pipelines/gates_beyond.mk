@@ -4,7 +4,7 @@
 # on the read it multiplies cannot filter it. This target trains the arms that ask the question with
 # paired seeds and prints the answer's tables (docs/beyond.md):
 #
-#   make -f Makefile.experiments -j2 gates-beyond                       # quick profile, CPU, ~15 min
+#   make -f Makefile.experiments -j2 gates-beyond                       # quick profile, CPU, about 15 min
 #   make -f Makefile.experiments -j4 gates-beyond GATES_BEYOND_PROFILE=paper TIERS=124M DEVICE=cuda
 #
 #   (a) Table 1-style paired improvements over the baseline, and Table 2-style 2x2 decompositions of
