@@ -482,7 +482,7 @@ def keep_failure(args, name, title, results, copy):
             f.write(f"{outcome}: {' '.join(argv)}\n  {detail}\n")
 
 
-# --- structural families (issue 32): each a function of (rng, seeds, bin_dir, case_dir) returning
+# --- structural families (a hostile-input campaign): each a function of (rng, seeds, bin_dir, case_dir) returning
 # [(reader name, argv, allowed exit codes, file that must stay unchanged or None)]; exit 0 is a
 # failure ("accepted") where the family's input must be refused.
 

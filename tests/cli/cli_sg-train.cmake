@@ -228,7 +228,7 @@ if(SG_PYTHON)
   list(APPEND SG_CORPUS_TESTS "cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise")
 endif()
 
-# Outputs aimed at inputs (issue 32): -o on the --config file, --log-json on the token file, the
+# Outputs aimed at inputs: -o on the --config file, --log-json on the token file, the
 # --config file or the run file itself are refused (exit 4) and leave the input as it was; a token
 # file whose validation split is shorter than a window is refused (exit 3) before the run file exists.
 add_test(NAME "cli: sg-train refuses outputs aimed at its inputs and a too short token file before writing"
