@@ -395,22 +395,17 @@ def attribute_fields(data, at, limit):
     return [f for f in fields if f[1] + f[2] <= limit]
 
 
+# The header messages whose fields a parser of its own lists, by message type.
+MESSAGE_PARSERS = {1: dataspace_fields, 3: datatype_fields, 6: link_fields, 8: layout_fields, 11: filter_fields,
+                   12: attribute_fields}
+
+
 def message_fields(data, kind, body, size):
     limit = body + size
     if size == 0:
         return []
-    if kind == 1:
-        return dataspace_fields(data, body, limit)
-    if kind == 3:
-        return datatype_fields(data, body, limit)
-    if kind == 8:
-        return layout_fields(data, body, limit)
-    if kind == 11:
-        return filter_fields(data, body, limit)
-    if kind == 6:
-        return link_fields(data, body, limit)
-    if kind == 12:
-        return attribute_fields(data, body, limit)
+    if kind in MESSAGE_PARSERS:
+        return MESSAGE_PARSERS[kind](data, body, limit)
     if kind == 16:
         return [("continuation.address", body, 8, "address"), ("continuation.length", body + 8, 8, "count")]
     if kind == 5:

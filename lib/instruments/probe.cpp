@@ -588,8 +588,9 @@ void telemetry_probes(ProbeRun& run) {
   const bool sinks = run.asked(Probe::sinks), selectivity = run.asked(Probe::selectivity),
              gate_tokens = run.asked(Probe::gate_tokens), kurtosis = run.asked(Probe::kurtosis),
              direction = run.asked(Probe::direction);
-  std::vector<ArmParameters> parameters;  // per layer: the direction's w_h
-  for (const auto& block : *run.model.blocks) parameters.push_back(block->as<Block>()->attn->arm_parameters());
+  std::vector<ArmParameters> parameters;  // per layer, for the direction's w_h
+  if (direction)
+    for (const auto& block : *run.model.blocks) parameters.push_back(block->as<Block>()->attn->arm_parameters());
   size_t current = 0;
   auto hooks = std::make_shared<AttentionHooks>();
   const bool output_gate = sinks && run.arm.has_output_gate();

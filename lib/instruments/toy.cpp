@@ -200,6 +200,24 @@ ArmParameters ToyModelImpl::attend_parameters() const {
   return params;
 }
 
+torch::Tensor ToyModelImpl::attend_seeds(const torch::Tensor& queries, const torch::Tensor& keys,
+                                         const torch::Tensor& reads, const torch::Tensor& keep,
+                                         std::vector<AttentionTelemetry>* telemetry) const {
+  AttentionHooks hooks;
+  if (keep.defined()) hooks.corrupt = [keep](const torch::Tensor& v, int64_t) { return v * keep.to(v.scalar_type()); };
+  if (telemetry) hooks.telemetry = store_telemetry(*telemetry);
+  AttendOptions options;
+  options.arm = arm_.arm;
+  options.gate_beta = gate_beta_;
+  options.causal = false;
+  options.hooks = hooks.active() ? &hooks : nullptr;
+  options.backend = AttentionBackend::explicit_math;  // the fused kernels need equal q, k and v widths
+  // The output gate's hidden state at every query of a seed is its q: (q_1 … q_S) per query.
+  const int64_t width = query.size(0) * query.size(1);
+  if (out_gate.defined()) options.gate_input = query.reshape({1, 1, width}).expand({queries.size(0), queries.size(2), width});
+  return attend(queries, keys, reads, attend_parameters(), options);
+}
+
 torch::Tensor ToyModelImpl::forward(const torch::Tensor& features, const torch::Tensor& key_sources,
                                     const StackedBatch& batch, int64_t block,
                                     std::vector<AttentionTelemetry>* telemetry) {
@@ -228,21 +246,10 @@ torch::Tensor ToyModelImpl::forward(const torch::Tensor& features, const torch::
   const auto value_table = torch::matmul(features, value.transpose(1, 2));  // (S, N, d): v_n = W_v f_n
   const auto reads = value_table.unsqueeze(0).expand({p, s, n, d});          // (P, S, N, d), a view
 
-  AttentionHooks hooks;
-  if (arm_.oracle) {
-    // Ground truth: the rows of irrelevant features (n >= n_rel) are every irrelevant item's read.
-    const auto keep = (torch::arange(n, merged.options()) < config_.relevant).to(torch::kFloat).view({1, 1, n, 1});
-    hooks.corrupt = [keep](const torch::Tensor& v, int64_t) { return v * keep.to(v.scalar_type()); };
-  }
-  if (telemetry) hooks.telemetry = store_telemetry(*telemetry);
-  AttendOptions options;
-  options.arm = arm_.arm;
-  options.gate_beta = gate_beta_;
-  options.causal = false;
-  options.hooks = hooks.active() ? &hooks : nullptr;
-  options.backend = AttentionBackend::explicit_math;  // the fused kernels need equal q, k and v widths
-  if (out_gate.defined()) options.gate_input = query.reshape({1, 1, s * d}).expand({p, g, s * d});  // (P, G, S·d)
-  const auto y = attend(queries, keys, reads, attend_parameters(), options);  // (P, S, G, d)
+  // The oracle's ground truth: the rows of irrelevant features (n >= n_rel) are every irrelevant item's read.
+  const auto keep = arm_.oracle ? (torch::arange(n, merged.options()) < config_.relevant).to(torch::kFloat).view({1, 1, n, 1})
+                                : torch::Tensor();
+  const auto y = attend_seeds(queries, keys, reads, keep, telemetry);  // (P, S, G, d)
   return torch::baddbmm(readout_bias.unsqueeze(1), y.permute({1, 0, 2, 3}).reshape({s, b, d}),
                         readout.transpose(1, 2));  // (S, B, n_rel)
 }
@@ -259,20 +266,9 @@ torch::Tensor ToyModelImpl::forward_items(const torch::Tensor& features, const t
   const auto reads = value_table.index_select(0, (batch.items + offsets).reshape({-1})).view({b, s, t, d});  // (B, S, T, d)
   const auto queries = query.view({1, s, 1, d}).expand({b, s, 1, d});                                        // (B, S, 1, d)
 
-  AttentionHooks hooks;
-  if (arm_.oracle) {
-    const auto keep = (batch.items < config_.relevant).to(torch::kFloat).unsqueeze(-1);  // (B, S, T, 1)
-    hooks.corrupt = [keep](const torch::Tensor& v, int64_t) { return v * keep.to(v.scalar_type()); };
-  }
-  if (telemetry) hooks.telemetry = store_telemetry(*telemetry);
-  AttendOptions options;
-  options.arm = arm_.arm;
-  options.gate_beta = gate_beta_;
-  options.causal = false;
-  options.hooks = hooks.active() ? &hooks : nullptr;
-  options.backend = AttentionBackend::explicit_math;
-  if (out_gate.defined()) options.gate_input = query.reshape({1, 1, s * d}).expand({b, 1, s * d});  // (B, 1, S·d)
-  const auto y = attend(queries, keys, reads, attend_parameters(), options);  // (B, S, 1, d)
+  const auto keep = arm_.oracle ? (batch.items < config_.relevant).to(torch::kFloat).unsqueeze(-1)  // (B, S, T, 1)
+                                : torch::Tensor();
+  const auto y = attend_seeds(queries, keys, reads, keep, telemetry);  // (B, S, 1, d)
   return torch::baddbmm(readout_bias.unsqueeze(1), y.squeeze(2).transpose(0, 1), readout.transpose(1, 2));
 }
 

@@ -209,6 +209,10 @@ class ToyModelImpl : public torch::nn::Module {
  private:
   /// The parameters as attend() takes them for S heads: W_theta^T block-diagonal over the seeds.
   ArmParameters attend_parameters() const;
+  /// attend() over the seeds as heads: queries (X, S, Q, ·), keys and reads (X, S, K, ·); `keep`
+  /// (undefined but for the oracle) multiplies the reads; the output gate's input is each seed's q.
+  torch::Tensor attend_seeds(const torch::Tensor& queries, const torch::Tensor& keys, const torch::Tensor& reads,
+                             const torch::Tensor& keep, std::vector<AttentionTelemetry>* telemetry) const;
   /// forward() over the items: queries (B, S, 1, d), keys and reads (B, S, T, d).
   torch::Tensor forward_items(const torch::Tensor& features, const torch::Tensor& key_sources,
                               const StackedBatch& batch, std::vector<AttentionTelemetry>* telemetry);

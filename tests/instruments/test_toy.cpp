@@ -104,6 +104,38 @@ torch::Tensor reference_logits(const sg::toy::ToyModel& model, int64_t s, const 
   return torch::mv(dbl(model->readout[s]), y) + dbl(model->readout_bias[s]);
 }
 
+/// Moves every parameter of the model off its near-zero initialisation (seeded), so that every
+/// term of the head matters.
+void spread_parameters(sg::toy::ToyModel& model) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  model->query.normal_(0.0, 1.0);
+  model->key.normal_(0.0, 1.0);
+  model->value.normal_(0.0, 1.0);
+  model->readout.normal_(0.0, 1.0);
+  model->readout_bias.normal_(0.0, 1.0);
+  if (model->gate_tau.defined()) model->gate_tau.fill_(1.0);
+  if (model->gate_w.defined()) model->gate_w.normal_(0.0, 1.0);
+  if (model->gate_b.defined()) model->gate_b.normal_(0.0, 1.0);
+  if (model->sink_logit.defined()) model->sink_logit.normal_(0.0, 1.0);
+  if (model->out_gate.defined()) model->out_gate.normal_(0.0, 1.0);
+}
+
+/// The largest |logits - reference_logits| of ToyModel::forward with query block `block` over
+/// every seed and sequence of the inputs.
+double worst_against_reference(sg::toy::ToyModel& model, const SeededInputs& in, int64_t block,
+                               const sg::toy::TaskConfig& config, double beta) {
+  const int64_t seeds = static_cast<int64_t>(in.tasks.size()), sequences = in.batches.at(0).items.size(0);
+  const auto logits = model->forward(in.features, in.key_sources, in.stacked, block);  // (S, B, R)
+  REQUIRE(logits.sizes() == torch::IntArrayRef({seeds, sequences, config.relevant}));
+  double worst = 0;
+  for (int64_t s = 0; s < seeds; ++s)
+    for (int64_t b = 0; b < sequences; ++b)
+      worst = std::max(worst, max_abs_diff(logits[s][b], reference_logits(model, s, in.tasks[s], in.batches[s], b,
+                                                                          config, beta)));
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("toy: the dictionary has unit rows at every load and is orthonormal at load 1", "[toy]") {
@@ -169,27 +201,11 @@ TEST_CASE("toy: the head matches a float64 reference for every arm, condition an
   for (const auto routing : {Routing::blind, Routing::visible}) {
     const auto config = small_task(routing);
     const auto in = seeded_inputs(config, seeds, /*stream=*/42, /*sequences=*/4);
-    const auto& [tasks, batches, stacked, features, key_sources] = in;
     for (const auto& name : {"baseline", "offbyone", "normgate", "renorm", "oracle"}) {
       sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, beta);
-      {
-        // Move away from the near-zero initialisation so that every term matters.
-        torch::NoGradGuard no_grad;
-        model->query.normal_(0.0, 1.0);
-        model->key.normal_(0.0, 1.0);
-        model->value.normal_(0.0, 1.0);
-        model->readout.normal_(0.0, 1.0);
-        model->readout_bias.normal_(0.0, 1.0);
-        if (model->gate_tau.defined()) model->gate_tau.fill_(1.0);
-      }
+      spread_parameters(model);
       for (const int64_t block : {1, 2, 4}) {  // 2 is not a power of 4: the logits are then rounded
-        const auto logits = model->forward(features, key_sources, stacked, block);  // (S, B, R)
-        REQUIRE(logits.sizes() == torch::IntArrayRef({2, 4, config.relevant}));
-        double worst = 0;
-        for (int64_t s = 0; s < 2; ++s)
-          for (int64_t b = 0; b < 4; ++b)
-            worst = std::max(worst, max_abs_diff(logits[s][b], reference_logits(model, s, tasks[s], batches[s], b,
-                                                                                config, beta)));
+        const double worst = worst_against_reference(model, in, block, config, beta);
         INFO(sg::toy::to_string(routing) << " " << name << " block " << block
                                          << ": max |logits - reference| = " << worst);
         CHECK(worst < 1e-4);
@@ -204,32 +220,12 @@ TEST_CASE("toy: the key gate and the output gates match a float64 reference over
   for (const auto routing : {Routing::blind, Routing::visible}) {
     const auto config = small_task(routing);
     const auto in = seeded_inputs(config, seeds, /*stream=*/42, /*sequences=*/16);
-    const auto& [tasks, batches, stacked, features, key_sources] = in;
     for (const auto& name : {"keygate", "offbyone+keygate", "outgate", "outgate-elem", "sinklogit+outgate",
                              "normgate+outgate-elem", "keygate+outgate"}) {
       sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, beta);
-      {
-        torch::NoGradGuard no_grad;
-        torch::manual_seed(5);
-        model->query.normal_(0.0, 1.0);
-        model->key.normal_(0.0, 1.0);
-        model->value.normal_(0.0, 1.0);
-        model->readout.normal_(0.0, 1.0);
-        model->readout_bias.normal_(0.0, 1.0);
-        if (model->gate_tau.defined()) model->gate_tau.fill_(1.0);
-        if (model->gate_w.defined()) model->gate_w.normal_(0.0, 1.0);
-        if (model->gate_b.defined()) model->gate_b.normal_(0.0, 1.0);
-        if (model->sink_logit.defined()) model->sink_logit.normal_(0.0, 1.0);
-        if (model->out_gate.defined()) model->out_gate.normal_(0.0, 1.0);
-      }
+      spread_parameters(model);
       for (const int64_t block : {1, 4}) {
-        const auto logits = model->forward(features, key_sources, stacked, block);  // (S, B, R)
-        REQUIRE(logits.sizes() == torch::IntArrayRef({2, 16, config.relevant}));
-        double worst = 0;
-        for (int64_t s = 0; s < 2; ++s)
-          for (int64_t b = 0; b < 16; ++b)
-            worst = std::max(worst, max_abs_diff(logits[s][b], reference_logits(model, s, tasks[s], batches[s], b,
-                                                                                config, beta)));
+        const double worst = worst_against_reference(model, in, block, config, beta);
         INFO(sg::toy::to_string(routing) << " " << name << " block " << block
                                          << ": max |logits - reference| = " << worst);
         CHECK(worst < 1e-4);
