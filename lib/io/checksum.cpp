@@ -93,4 +93,41 @@ uint32_t crc32c(const void* data, size_t size, uint32_t previous) {
   return crc32c_has_hardware() ? crc32c_hardware(data, size, previous) : crc32c_portable(data, size, previous);
 }
 
+namespace {
+uint32_t rotate(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+uint32_t little_word(const unsigned char* p) { return p[0] | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24); }
+}  // namespace
+
+uint32_t lookup3(const void* data, size_t size, uint32_t initial) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint32_t a = 0xDEADBEEFu + static_cast<uint32_t>(size) + initial, b = a, c = a;
+  while (size > 12) {  // mix()
+    a += little_word(p);
+    b += little_word(p + 4);
+    c += little_word(p + 8);
+    a -= c; a ^= rotate(c, 4);  c += b;
+    b -= a; b ^= rotate(a, 6);  a += c;
+    c -= b; c ^= rotate(b, 8);  b += a;
+    a -= c; a ^= rotate(c, 16); c += b;
+    b -= a; b ^= rotate(a, 19); a += c;
+    c -= b; c ^= rotate(b, 4);  b += a;
+    size -= 12;
+    p += 12;
+  }
+  if (size == 0) return c;
+  unsigned char tail[12] = {};
+  std::memcpy(tail, p, size);
+  a += little_word(tail);
+  b += little_word(tail + 4);
+  c += little_word(tail + 8);
+  c ^= b; c -= rotate(b, 14);  // final()
+  a ^= c; a -= rotate(c, 11);
+  b ^= a; b -= rotate(a, 25);
+  c ^= b; c -= rotate(b, 16);
+  a ^= c; a -= rotate(c, 4);
+  b ^= a; b -= rotate(a, 14);
+  c ^= b; c -= rotate(b, 24);
+  return c;
+}
+
 }  // namespace sg

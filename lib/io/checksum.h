@@ -1,4 +1,5 @@
-// checksum.h — CRC32C (Castagnoli), the checksum lib/io/h5 stores with every dataset it writes.
+// checksum.h — CRC32C (Castagnoli), the checksum lib/io/h5 stores with every dataset it writes; and
+// lookup3, the one HDF5 keeps on its own metadata (lib/io/h5_headers verifies it).
 //
 // CRC32C rather than HDF5's Fletcher32: Fletcher32 of a zero-filled chunk is zero, so a lost
 // write that left zeros over a whole chunk and its checksum passes it; CRC32C (reflected
@@ -25,5 +26,11 @@ uint32_t crc32c_hardware(const void* data, size_t size, uint32_t previous = 0);
 
 /// Whether crc32c() takes the SSE4.2 path on this CPU.
 bool crc32c_has_hardware();
+
+/// Bob Jenkins' lookup3 `hashlittle` of `size` bytes at `data` with `initial` — HDF5's checksum of
+/// every metadata block of the 1.10 format (H5_checksum_metadata: initial 0, over the block less its
+/// last 4 bytes). lookup3("", 0) == 0xDEADBEEF; lookup3("Four score and seven years ago", 30) ==
+/// 0x17770551 (Jenkins' published values).
+uint32_t lookup3(const void* data, size_t size, uint32_t initial = 0);
 
 }  // namespace sg

@@ -26,6 +26,7 @@
 #include "lib/base/paths.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/checksum.h"
+#include "lib/io/h5_headers.h"
 #include "sg/version.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "h5.h stores hid_t as int64_t (HDF5 >= 1.10)");
@@ -1523,14 +1524,16 @@ std::string check_object(hid_t object, Check& check) {
   return "";
 }
 
+const char* const kNotOurs =
+    "sinkgate reads only what its own tools write; was the file changed by another program? Write it again with the tool that made it";
+
 /// Throws InputError unless every link in the open file `file` (named `name`) is a hard link and
 /// every object one that sinkgate writes: groups and datasets, stored inside the file (contiguous,
 /// chunked or compact; no external raw-data storage, no virtual dataset), Fletcher32 the only
 /// filter, and element types, ranks and sizes that lib/SCHEMA.md allows. Nothing outside the file
 /// is opened on the way.
 void check_structure(hid_t file, const std::string& name) {
-  const std::string hint =
-      "sinkgate reads only what its own tools write; was the file changed by another program? Write it again with the tool that made it";
+  const std::string hint = kNotOurs;
   Id root(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
   if (!root.ok()) fail_input(name, "cannot open the root group");
   Visit visit;
@@ -1569,6 +1572,10 @@ File File::open(const std::string& path) {
   const std::string name = display_name(path);
   if (!is_hdf5(path)) throw InputError(name + ": not an HDF5 file");
   const std::string local = resolve_input(path);
+  // The headers first, on the bytes: libhdf5 decodes them while it opens objects, and has crashed
+  // on headers edited with their checksums recomputed (h5_headers.h).
+  const std::string problem = check_headers(local);
+  if (!problem.empty()) throw InputError(name + ": " + problem, kNotOurs);
   const hid_t file = H5Fopen(local.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0) fail_input(name, "damaged or unreadable HDF5 file");
   try {

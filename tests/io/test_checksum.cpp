@@ -59,3 +59,12 @@ TEST_CASE("CRC32C: both paths agree with the bit-at-a-time reference at every le
     }
   }
 }
+
+TEST_CASE("lookup3 gives Jenkins' published values (HDF5's metadata checksum)") {
+  // driver5() of Bob Jenkins' lookup3.c.
+  CHECK(sg::lookup3("", 0) == 0xDEADBEEFu);
+  CHECK(sg::lookup3("", 0, 0xDEADBEEFu) == 0xBD5B7DDEu);
+  const std::string text = "Four score and seven years ago";
+  CHECK(sg::lookup3(text.data(), text.size()) == 0x17770551u);
+  CHECK(sg::lookup3(text.data(), text.size(), 1) == 0xCD628161u);
+}
