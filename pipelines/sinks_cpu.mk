@@ -4,16 +4,18 @@
 # sg-probe's sinks probe on each, tabulated by budget: the baseline's mass on position 0 and its
 # position-0 norm ratio, the sink logit's mass on its phantom.
 #
-#   make -f Makefile.experiments -j2 sinks-cpu                  # results/quick/sinks-cpu/sinks-cpu.md
-#   make -f Makefile.experiments -j2 sinks-cpu SINKS_CPU_STEPS='400 3200'
+#   make -f Makefile.experiments -j2 sinks-cpu                  # results/quick/sinks-cpu/sinks-cpu.md (~100 min)
+#   make -f Makefile.experiments -j2 sinks-cpu SINKS_CPU_STEPS='400 3200'   # ~12 min
 #
 # Every budget is a run of its own (its cosine schedule ends at its last step), with the label
-# steps=N. How long it takes and what it showed: docs/performance.md, "Sinks on a CPU".
+# steps=N. How long it takes and what it showed: docs/paper.md, "Sinks on a CPU" (25,600 steps of
+# the quick tier: 86 min a run, one core each; the baseline's position-0 value shrinks, its mass
+# does not gather there).
 # Included by Makefile.experiments (BIN, OUT, TOKENS, DEVICE, ARM_LABELS); it forces the quick
 # profile's token file and one thread a job.
 
 SINKS_CPU_TIER ?= quick
-SINKS_CPU_STEPS ?= 400 1600 6400
+SINKS_CPU_STEPS ?= 3200 25600
 SINKS_CPU_ARMS ?= baseline sinklogit
 SINKS_CPU_SEED ?= 0
 SINKS_CPU_FLAGS ?=

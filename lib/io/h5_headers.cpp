@@ -398,7 +398,7 @@ class Check {
         return;
       }
       case 0x02:
-        return link_info(c);
+        return storage_info(c, /*creation_index=*/8);
       case 0x03:
         object.element = datatype(c, 0, object.name);
         return;
@@ -426,7 +426,7 @@ class Check {
         c.skip(7);
         return;
       case 0x15:
-        return attribute_info(c);
+        return storage_info(c, /*creation_index=*/2);
       case 0x16:
         if (c.byte() != 0) refuse(what + " is not of version 0");
         c.take(4);
@@ -546,32 +546,21 @@ class Check {
     pending_.emplace_back(address, child);
   }
 
-  /// A fractal heap and the B-trees that index it, as a dense group or attribute set names them.
-  void dense_storage(uint64_t heap, uint64_t names, bool ordered, uint64_t order, const std::string& what) {
+  /// A link-info or attribute-info message: its flags, and when it names a fractal heap (dense
+  /// storage), that heap and the B-trees indexing it. `creation_index` is the width of its maximum
+  /// creation index (8 bytes for links, 2 for attributes).
+  void storage_info(Cursor& c, unsigned creation_index) {
+    const unsigned version = c.byte(), flags = c.byte();
+    if (version != 0) refuse(c.what() + " is of version " + number(version) + " (0 expected)");
+    if (flags & ~3u) refuse(c.what() + " has flags " + number(flags) + " (bits 2 to 7 are reserved)");
+    if (flags & 1) c.take(creation_index);
+    const uint64_t heap = c.take(8), names = c.take(8);
+    const uint64_t order = (flags & 2) ? c.take(8) : kUndefined;
+    if (heap == kUndefined) return;  // compact: the links or attributes are messages of this header
     dense_ = true;
-    block_at(heap, "FRHP", what + "'s heap address");
-    block_at(names, "BTHD", what + "'s name index");
-    if (ordered) block_at(order, "BTHD", what + "'s creation-order index");
-  }
-
-  void link_info(Cursor& c) {
-    const unsigned version = c.byte(), flags = c.byte();
-    if (version != 0) refuse(c.what() + " is of version " + number(version) + " (0 expected)");
-    if (flags & ~3u) refuse(c.what() + " has flags " + number(flags) + " (bits 2 to 7 are reserved)");
-    if (flags & 1) c.take(8);  // maximum creation index
-    const uint64_t heap = c.take(8), names = c.take(8);
-    const uint64_t order = (flags & 2) ? c.take(8) : kUndefined;
-    if (heap != kUndefined) dense_storage(heap, names, flags & 2, order, c.what());
-  }
-
-  void attribute_info(Cursor& c) {
-    const unsigned version = c.byte(), flags = c.byte();
-    if (version != 0) refuse(c.what() + " is of version " + number(version) + " (0 expected)");
-    if (flags & ~3u) refuse(c.what() + " has flags " + number(flags) + " (bits 2 to 7 are reserved)");
-    if (flags & 1) c.take(2);  // maximum creation index
-    const uint64_t heap = c.take(8), names = c.take(8);
-    const uint64_t order = (flags & 2) ? c.take(8) : kUndefined;
-    if (heap != kUndefined) dense_storage(heap, names, flags & 2, order, c.what());
+    block_at(heap, "FRHP", c.what() + "'s heap address");
+    block_at(names, "BTHD", c.what() + "'s name index");
+    if (flags & 2) block_at(order, "BTHD", c.what() + "'s creation-order index");
   }
 
   void group_info(Cursor& c) {
