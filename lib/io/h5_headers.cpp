@@ -161,7 +161,6 @@ std::vector<uint8_t> copy(const std::vector<uint8_t>& from, uint64_t offset, uin
 struct Message {
   unsigned type = 0;
   unsigned flags = 0;
-  uint64_t at = 0;  // byte offset of its body in the file
   std::vector<uint8_t> body;
 };
 
@@ -310,7 +309,6 @@ class Check {
       if (order) c.take(2);
       if (size > c.left())
         refuse(what + ": the " + std::string(message_name(message.type)) + " message at byte " + number(address + at) + " runs past its chunk");
-      message.at = address + at + head;
       message.body = copy(block, at + head, size);
       at += head + size;
       note_continuation(message, what, continuations);
@@ -350,7 +348,6 @@ class Check {
         if (message.type > 0xFF) refuse(part + " has a message of type " + number(message.type));
         if (body > c.left())
           refuse(part + ": the " + std::string(message_name(message.type)) + " message at byte " + number(at + offset) + " runs past its chunk");
-        message.at = at + offset + 8;
         message.body = copy(chunk, offset + 8, body);
         offset += 8 + body;
         note_continuation(message, part, chunks);
