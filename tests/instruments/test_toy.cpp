@@ -450,35 +450,38 @@ TEST_CASE("toy: a short run lowers the loss of the key-gate and output-gate arms
   }
 }
 
-TEST_CASE("toy: the oracle's reads of irrelevant items are exactly zero", "[toy]") {
-  const auto config = small_task(Routing::blind, 4);
-  const std::vector<int64_t> seeds = {0, 1};
-  const auto in = seeded_inputs(config, seeds, /*stream=*/7, /*sequences=*/32);
-  const auto& [tasks, batches, stacked, features, key_sources] = in;
-  for (const auto& name : {"oracle", "baseline"}) {
-    sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, 8.0);
-    std::vector<sg::AttentionTelemetry> telemetry;
-    model->forward(features, key_sources, stacked, /*block=*/4, &telemetry);
-    // Reads after the corruption, before any gate: one per table row, (B/G, S, N, d).
-    const auto& reads = telemetry.at(0).reads;
-    REQUIRE(reads.sizes() == torch::IntArrayRef({8, 2, config.features(), config.dim}));
-    int64_t irrelevant_items = 0, nonzero_irrelevant = 0, zero_relevant = 0;
-    for (int64_t s = 0; s < 2; ++s)
-      for (int64_t b = 0; b < 32; ++b)
-        for (int64_t t = 0; t < config.length; ++t) {
-          const int64_t item = batches[s].items[b][t].item<int64_t>();
-          const bool zero = reads[b / 4][s][item].abs().max().item<double>() == 0.0;
-          if (item >= config.relevant) {
-            ++irrelevant_items;
-            nonzero_irrelevant += !zero;
-          } else {
-            zero_relevant += zero;
+TEST_CASE("toy: the oracle's reads of irrelevant items are exactly zero, with blind and visible keys", "[toy]") {
+  for (const Routing routing : {Routing::blind, Routing::visible}) {
+    INFO((routing == Routing::blind ? "channel-blind" : "routing-visible"));
+    const auto config = small_task(routing, 4);
+    const std::vector<int64_t> seeds = {0, 1};
+    const auto in = seeded_inputs(config, seeds, /*stream=*/7, /*sequences=*/32);
+    const auto& [tasks, batches, stacked, features, key_sources] = in;
+    for (const auto& name : {"oracle", "baseline"}) {
+      sg::toy::ToyModel model(config, sg::toy::parse_toy_arm(name), seeds, 8.0);
+      std::vector<sg::AttentionTelemetry> telemetry;
+      model->forward(features, key_sources, stacked, /*block=*/4, &telemetry);
+      // Reads after the corruption, before any gate: one per table row, (B/G, S, N, d).
+      const auto& reads = telemetry.at(0).reads;
+      REQUIRE(reads.sizes() == torch::IntArrayRef({8, 2, config.features(), config.dim}));
+      int64_t irrelevant_items = 0, nonzero_irrelevant = 0, zero_relevant = 0;
+      for (int64_t s = 0; s < 2; ++s)
+        for (int64_t b = 0; b < 32; ++b)
+          for (int64_t t = 0; t < config.length; ++t) {
+            const int64_t item = batches[s].items[b][t].item<int64_t>();
+            const bool zero = reads[b / 4][s][item].abs().max().item<double>() == 0.0;
+            if (item >= config.relevant) {
+              ++irrelevant_items;
+              nonzero_irrelevant += !zero;
+            } else {
+              zero_relevant += zero;
+            }
           }
-        }
-    REQUIRE(irrelevant_items > 0);
-    CHECK(zero_relevant == 0);  // relevant items keep their content
-    if (std::string(name) == "oracle") CHECK(nonzero_irrelevant == 0);
-    else CHECK(nonzero_irrelevant == irrelevant_items);  // the baseline reads everything
+      REQUIRE(irrelevant_items > 0);
+      CHECK(zero_relevant == 0);  // relevant items keep their content
+      if (std::string(name) == "oracle") CHECK(nonzero_irrelevant == 0);
+      else CHECK(nonzero_irrelevant == irrelevant_items);  // the baseline reads everything
+    }
   }
 }
 
