@@ -216,8 +216,7 @@ class Check {
     if (version < 2) return kUndefined;
     if (version > 3) refuse("the superblock is of version " + number(version) + " (sinkgate writes version 3)");
     const auto block = file_.read(0, 48, "the superblock");
-    if (lookup3(block.data(), 44) != Cursor(block.data() + 44, 4, "").take(4))
-      refuse("the superblock fails its checksum (damaged)");
+    if (!sealed(block)) refuse("the superblock fails its checksum (damaged)");
     Cursor c(block.data() + 9, 35, "the superblock");
     const unsigned offsets = c.byte(), lengths = c.byte();
     if (offsets != 8 || lengths != 8)
@@ -261,25 +260,43 @@ class Check {
     }
   }
 
-  void header_v2(uint64_t address, const std::string& name, std::vector<Message>& messages) {
-    const std::string what = name + "'s object header (at byte " + number(address) + ")";
+  /// A version-2 header's first chunk as read: its bytes (checksum last), where its messages
+  /// begin, and the header's flags.
+  struct ChunkZero {
+    std::vector<uint8_t> block;
+    uint64_t messages_from = 0;
+    unsigned flags = 0;
+  };
+
+  /// Reads the version-2 header at `address` whole, its prefix checked (the checksum is not).
+  ChunkZero read_v2(uint64_t address, const std::string& what) const {
     const auto prefix = file_.read(address, 6, what);
     Cursor p(prefix.data() + 4, 2, what);
-    const unsigned version = p.byte(), flags = p.byte();
+    ChunkZero chunk;
+    const unsigned version = p.byte();
+    chunk.flags = p.byte();
     if (version != 2) refuse(what + " is of version " + number(version) + " (2 expected after 'OHDR')");
-    if (flags & 0xC0) refuse(what + " has flags " + number(flags) + " (bits 6 and 7 are reserved)");
-    const unsigned width = 1u << (flags & 3);
-    const uint64_t fields = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+    if (chunk.flags & 0xC0) refuse(what + " has flags " + number(chunk.flags) + " (bits 6 and 7 are reserved)");
+    const unsigned width = 1u << (chunk.flags & 3);
+    const uint64_t fields = 6 + ((chunk.flags & 0x20) ? 16 : 0) + ((chunk.flags & 0x10) ? 4 : 0);
     const auto head = file_.read(address, fields + width, what);
     const uint64_t size = Cursor(head.data() + fields, width, what).take(width);
     if (size > file_.size() || !file_.holds(address, fields + width + size + 4))
       refuse(what + " lies past the end of the file (" + number(size) + " bytes of messages)");
     if (size > kMaxChunk) refuse(what + " holds " + number(size) + " bytes of messages (sinkgate's hold under 64 MiB)");
-    const auto block = file_.read(address, fields + width + size + 4, what);
-    verify(block, what);
-    const bool order = flags & 0x04;
+    chunk.block = file_.read(address, fields + width + size + 4, what);
+    chunk.messages_from = fields + width;
+    return chunk;
+  }
+
+  void header_v2(uint64_t address, const std::string& name, std::vector<Message>& messages) {
+    const std::string what = name + "'s object header (at byte " + number(address) + ")";
+    const ChunkZero zero = read_v2(address, what);
+    const auto& block = zero.block;
+    if (!sealed(block)) refuse(what + " fails its checksum (damaged)");
+    const bool order = zero.flags & 0x04;
     std::deque<std::pair<uint64_t, uint64_t>> continuations;
-    parse_v2(block, fields + width, block.size() - 4, address, order, what, messages, continuations);
+    parse_v2(block, zero.messages_from, block.size() - 4, address, order, what, messages, continuations);
     while (!continuations.empty()) {
       auto [at, length] = continuations.front();
       continuations.pop_front();
@@ -289,7 +306,7 @@ class Check {
       if (length > kMaxChunk) refuse(part + " is " + number(length) + " bytes long (sinkgate's are under 64 MiB)");
       if (!file_.signature_at(at, "OCHK")) refuse(part + " does not begin with 'OCHK'");
       const auto chunk = file_.read(at, length, part);
-      verify(chunk, part);
+      if (!sealed(chunk)) refuse(part + " fails its checksum (damaged)");
       parse_v2(chunk, 4, chunk.size() - 4, at, order, part, messages, continuations);
     }
   }
@@ -367,9 +384,10 @@ class Check {
     continuations.emplace_back(at, length);
   }
 
-  void verify(const std::vector<uint8_t>& block, const std::string& what) const {
-    const uint64_t stored = Cursor(block.data() + block.size() - 4, 4, what).take(4);
-    if (lookup3(block.data(), block.size() - 4) != stored) refuse(what + " fails its checksum (damaged)");
+  /// Whether a block ends with the lookup3 of the rest (HDF5's metadata checksum).
+  static bool sealed(const std::vector<uint8_t>& block) {
+    return block.size() >= 4 &&
+           lookup3(block.data(), block.size() - 4) == Cursor(block.data() + block.size() - 4, 4, "").take(4);
   }
 
   /// Refuses unless a block with `signature` begins at `address`.
@@ -708,23 +726,13 @@ class Check {
   /// Whether a version-2 header whose checksum holds begins at `address` (raw data that happens to
   /// hold "OHDR" does not).
   bool whole_header(uint64_t address) const {
-    if (!file_.holds(address, 7)) return false;
     try {
-      const auto prefix = file_.read(address, 6, "");
-      const unsigned flags = prefix[5];
-      if (prefix[4] != 2 || (flags & 0xC0)) return false;
-      const unsigned width = 1u << (flags & 3);
-      const uint64_t fields = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
-      if (!file_.holds(address, fields + width)) return false;
-      const auto head = file_.read(address, fields + width, "");
-      const uint64_t size = Cursor(head.data() + fields, width, "").take(width);
-      if (size > kMaxChunk || !file_.holds(address, fields + width + size + 4)) return false;
-      const auto block = file_.read(address, fields + width + size + 4, "");
-      return lookup3(block.data(), block.size() - 4) == Cursor(block.data() + block.size() - 4, 4, "").take(4);
+      return sealed(read_v2(address, "").block);
     } catch (const Refusal&) {
       return false;
     }
   }
+
 
   const Bytes& file_;
   std::deque<std::pair<uint64_t, std::string>> pending_;  // headers to check: address, path ("" unknown)
