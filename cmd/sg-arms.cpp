@@ -18,6 +18,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/text.h"
 #include "lib/io/results.h"
 #include "lib/run/arm.h"
 #include "lib/run/config.h"
@@ -120,7 +121,7 @@ int main(int argc, char** argv) {
   sg::cli::Parser parser("sg-arms", "The attention arms of Table 4: parameter cost for a tier, and a self-check.");
   parser.common(options.common, sg::cli::kSeed | sg::cli::kDevice | sg::cli::kThreads | sg::cli::kLogLevel |
                                     sg::cli::kConfig);
-  parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
+  parser.option("--tier", options.tier, "model tier: " + sg::join(sg::tier_names(), ", "));
   parser.list("--arms,--arm", options.arms,
                 "arms, comma-separated or repeated: names or options joined with '+', e.g. sinklogit+outgate "
                 "(default: the nine of Table 4)");

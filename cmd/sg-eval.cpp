@@ -58,13 +58,13 @@ struct Options {
   int64_t limit = 0;
 };
 
-const std::vector<std::string> kTasks = {"val", "lambada", "hellaswag", "wikitext"};
+const std::vector<std::string>& kTasks = sg::evaluation_task_names();
 
 std::vector<std::string> parse_tasks(const std::string& list) {
   std::vector<std::string> tasks;
   for (const auto& task : sg::split_list(list)) {
     if (std::find(kTasks.begin(), kTasks.end(), task) == kTasks.end())
-      throw sg::UsageError("--task: unknown task '" + task + "'", "tasks: val, lambada, hellaswag, wikitext");
+      throw sg::UsageError("--task: unknown task '" + task + "'", "tasks: " + sg::join(kTasks, ", "));
     if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
   }
   if (tasks.empty()) throw sg::UsageError("--task names no task");
@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
                          "scores them) of run files, their sg-export folders and Hugging Face GPT-2/Pythia folders; "
                          "writes a result table.");
   parser.option("models", options.models, "run files from sg-train and/or Hugging Face checkpoint folders (sg-export's too)", /*required=*/true);
-  parser.option("--task", options.tasks, "comma-separated: val, lambada, hellaswag, wikitext");
+  parser.option("--task", options.tasks, "comma-separated: " + sg::join(kTasks, ", "));
   parser.option("--tokens", options.tokens, "val: the token file (the one the runs were trained on)");
   parser.option("--batches", options.batches,
                 "val: validation batches (0: a run's final_eval_batches, 64 at paper tiers; 64 of 8 windows for a checkpoint)");

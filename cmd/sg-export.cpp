@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   parser.choices({"float32", "bfloat16"});
   parser.option("--vocab", options.vocab,
                 "the run's vocabulary (default: the one the run records; GPT-2's for runs of older versions)");
-  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kThreads | sg::cli::kLogLevel);
+  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kThreads | sg::cli::kLogLevel,
+                "output folder (the Hugging Face checkpoint; replaced only with --force)");
   parser.footer("The folder is written beside DIR (DIR.tmp.PID) and renamed into place when complete. "
                 "sg-eval, sg-sample and sg-survey read it back as the run.");
   return sg::run_torch_tool(parser, argc, argv, [&] { run(options, parser.command_line()); });

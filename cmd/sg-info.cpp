@@ -15,8 +15,10 @@
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
+#include "lib/base/text.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/h5.h"
+#include "lib/run/config.h"
 #include "lib/run/inspect.h"
 
 namespace {
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-info", "What a sinkgate file is: kind, provenance, configuration, contents.");
   parser.option("files", options.files, "token files, run files or result tables (HDF5 or CSV); '-' for stdin");
-  parser.option("--tier", options.tier, "print a tier's preset (a name, or all)");
+  parser.option("--tier", options.tier, "print a tier's preset: " + sg::join(sg::tier_names(), ", ") + ", or all");
   parser.option("--format", options.format, "text, or json (JSON Lines: one object a line, per file, for scripts)");
   parser.choices({"text", "json"});
   parser.flag("--curves", options.curves,

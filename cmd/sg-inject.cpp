@@ -106,14 +106,12 @@ int main(int argc, char** argv) {
                          "a result table.");
   parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
   parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
-  parser.list("--junk", options.junk,
-              "junk types (comma list or repeats): structured, same-context, same-context-earlier, gaussian, "
-              "random-direction, own-direction");
+  parser.list("--junk", options.junk, "junk types (comma list or repeats): " + sg::join(sg::junk_type_names(), ", "));
   parser.option("--same-context", options.same_context,
                 "where same-context junk comes from: any other position of the sequence (App. C), or earlier ones "
                 "only (no look-ahead: its rows say junk=same-context-earlier)");
   parser.choices({"any", "earlier"});
-  parser.list("--cutoff", options.cutoffs, "quiet-read cutoffs (comma list or repeats): median, q25");
+  parser.list("--cutoff", options.cutoffs, "quiet-read cutoffs (comma list or repeats): " + sg::join(sg::cutoff_names(), ", "));
   parser.list("--dose", options.doses, "doses epsilon (comma list or repeats; each >= 0)");
   parser.renamed("--doses", "--dose");
   parser.option("--batches", options.inject.batches, "evaluation batches");

@@ -171,16 +171,20 @@ int main(int argc, char** argv) {
                          "the reads' cosine to the gate direction of run files; writes a result table.");
   parser.option("runs", options.runs, "run files from sg-train", /*required=*/true);
   parser.option("--tokens", options.tokens, "the token file the runs were trained on", /*required=*/true);
+  std::vector<std::string> paper_probes;
+  for (const auto probe : sg::all_probes()) paper_probes.push_back(sg::to_string(probe));
   parser.option("--probe", options.probes,
-                "probes, comma-separated: overrides, sinks, selectivity, gate-tokens, kurtosis, direction, or all "
-                "(the first five)");
+                "probes, comma-separated: " + sg::join(sg::probe_names(), ", ") + ", or all (the paper's: " +
+                    sg::join(paper_probes, ", ") + ")");
   parser.option("--batches", options.probe.batches, "evaluation batches (sg-inject's by default)");
   parser.option("--batch-size", options.probe.batch_size, "sequences per batch");
   parser.option("--context", options.probe.context, "tokens per sequence (0: min(512, the model's context))");
   parser.option("--eval-seed", options.probe.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
   parser.list("--junk", options.junk,
-              "overrides: junk types of the corrupted columns (comma list or repeats, as sg-inject's --junk)");
-  parser.list("--cutoff", options.cutoffs, "overrides: quiet-read cutoffs of the corrupted columns: q25, median");
+              "overrides: junk types of the corrupted columns (comma list or repeats): " +
+                  sg::join(sg::junk_type_names(), ", "));
+  parser.list("--cutoff", options.cutoffs,
+              "overrides: quiet-read cutoffs of the corrupted columns: " + sg::join(sg::cutoff_names(), ", "));
   parser.list("--dose", options.doses, "overrides: the corrupted columns' epsilons (0 alone: the clean column only)");
   parser.option("--sink-positions", options.probe.sink_positions,
                 "leading positions that are the sink: queries before them are not averaged, reads from them are "

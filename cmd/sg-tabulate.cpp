@@ -20,6 +20,7 @@
 #include "lib/analysis/tabulate.h"
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
+#include "lib/base/text.h"
 #include "lib/base/log.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/h5.h"
@@ -77,15 +78,39 @@ sg::TabulateOptions tabulate_options(const Options& o) {
   return t;
 }
 
-/// The format --format auto means: the output's extension, else Markdown.
+/// The format --format auto means: the output's extension (a result table for .h5), else Markdown.
 std::string format_for(const std::string& output) {
   const auto dot = output.rfind('.');
   const auto slash = output.rfind('/');
-  if (output == "-" || dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "md";
+  const std::string markdown = sg::format_names().front().name;
+  if (output == "-" || dot == std::string::npos || (slash != std::string::npos && dot < slash)) return markdown;
   const auto extension = output.substr(dot + 1);
-  for (const char* known : {"md", "csv", "tex", "tsv", "h5"})
-    if (extension == known) return extension;
-  return "md";
+  if (extension == "h5") return "h5";
+  for (const auto& format : sg::format_names())
+    if (extension == format.extension) return format.name;
+  return markdown;
+}
+
+/// --format's help and choices, from the library's format table (lib/analysis/tabulate.h) and h5.
+std::string format_help() {
+  std::vector<std::string> names, aliases, extensions;
+  for (const auto& format : sg::format_names()) {
+    names.push_back(format.name);
+    if (!format.alias.empty()) aliases.push_back(format.alias + " = " + format.name);
+    extensions.push_back("." + format.extension);
+  }
+  return sg::join(names, ", ") + ", or h5 (a result table: concatenate/filter; also " + sg::join(aliases, ", ") +
+         "); auto: from the extension of -o (" + sg::join(extensions, ", ") + ", .h5), else " + names.front();
+}
+
+std::vector<std::string> format_choices() {
+  std::vector<std::string> choices = {"auto"};
+  for (const auto& format : sg::format_names()) {
+    choices.push_back(format.name);
+    if (!format.alias.empty()) choices.push_back(format.alias);
+  }
+  choices.push_back("h5");
+  return choices;
 }
 
 void run(Options options, const std::string& tool, const std::string& command_line) {
@@ -120,10 +145,8 @@ int main(int argc, char** argv) {
                          "Render result tables as Markdown, CSV, LaTeX or TSV (figure data), optionally pivoted.");
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel);
   parser.option("inputs", options.inputs, "result tables: HDF5 or CSV files, '-' for stdin (default: stdin)");
-  parser.option("--format", options.format,
-                "md, csv, latex, tsv, or h5 (a result table: concatenate/filter); auto: from the extension of -o "
-                "(.md, .csv, .tex, .tsv, .h5), else md");
-  parser.choices({"auto", "md", "markdown", "csv", "latex", "tex", "tsv", "h5"});
+  parser.option("--format", options.format, format_help());
+  parser.choices(format_choices());
   parser.option("--rows", options.rows, "key columns making the printed rows, comma-separated, outermost first");
   parser.option("--cols", options.cols, "key columns making the printed columns, comma-separated");
   parser.option("--sections", options.sections, "key columns whose change starts a titled block");
@@ -148,6 +171,6 @@ int main(int argc, char** argv) {
                 "non-numeric columns and seed)");
   parser.option("--source-key", options.source_key,
                 "add a key column of this name to every input that lacks it, holding the input's file name "
-                "without folder and extension (e.g. to set our table beside pipelines/paper_table7.csv)");
+                "without folder and extension (e.g. to set our table beside pipelines/paper_injection.csv)");
   return sg::cli::run_tool(parser, argc, argv, [&] { run(options, parser.tool(), parser.command_line()); });
 }

@@ -1,7 +1,9 @@
 // sg-tokenize — turn a text corpus into a token file with GPT-2's byte-level BPE.
 //
 // Inputs: text files (one document each), JSON Lines files (*.jsonl, one document per line in
-// the "text" field), directories (every file, recursively, in name order) and "-" for stdin.
+// the "text" field), directories (every text file, recursively, in name order; files that are not
+// text — HDF5, Parquet, archives, NUL bytes, invalid UTF-8 — are skipped and named on stderr) and
+// "-" for stdin. A named file that is not text is refused (exit 3).
 // Documents are joined with <|endoftext|>. Output: a token file (lib/SCHEMA.md "Token file")
 // with the validation split taken first and the training split after it. Memory stays bounded
 // whatever the corpus size; all cores encode; progress (MB, tokens, MB/s, ETA) on stderr.
@@ -36,8 +38,10 @@ struct Options {
 void run(const Options& options, const std::string& command_line) {
   if (options.common.output.empty()) throw sg::UsageError("no output token file", "give -o FILE.h5");
   const std::string vocab = options.vocab.empty() ? sg::default_vocabulary_path() : options.vocab;
-  // The vocabulary's files (a vocab.json's merges.txt too) are inputs like the corpus.
-  auto protected_inputs = sg::expand_inputs(options.inputs);
+  // The text files of the inputs (a named file that is not text is refused here, before any work);
+  // the vocabulary's files (a vocab.json's merges.txt too) are inputs like the corpus.
+  const auto files = sg::list_corpus_files(options.inputs).files;
+  auto protected_inputs = files;
   for (const auto& file : sg::vocabulary_files(vocab)) protected_inputs.push_back(file);
   sg::h5::check_writable(options.common.output, options.common.force, protected_inputs);
   const auto tokenizer = sg::Tokenizer::load(vocab);
@@ -52,12 +56,11 @@ void run(const Options& options, const std::string& command_line) {
   tokenize.tokenizer_name = tokenizer.identity().kind == "gpt2" ? "gpt2" : vocab;
   tokenize.corpus.text_field = options.text_field;
   tokenize.corpus.stdin_jsonl = options.jsonl;
-  const auto files = sg::expand_inputs(options.inputs);
   auto inputs = files;
   inputs.push_back(vocab);
   const auto provenance = sg::make_provenance("sg-tokenize", command_line, inputs,
                                               "val_tokens=" + std::to_string(options.val_tokens));
-  const auto summary = sg::tokenize_corpus(files, tokenizer, tokenize, [&](sg::TokenWriter& writer) {
+  const auto summary = sg::tokenize_corpus(options.inputs, tokenizer, tokenize, [&](sg::TokenWriter& writer) {
     sg::write_provenance(writer.root(), provenance);
     writer.root().set_attribute("vocabulary", vocab);
   });
@@ -73,7 +76,9 @@ void run(const Options& options, const std::string& command_line) {
 int main(int argc, char** argv) {
   Options options;
   sg::cli::Parser parser("sg-tokenize", "Tokenise text, JSON Lines or directories into a token file (GPT-2 BPE).");
-  parser.option("inputs", options.inputs, "text files, .jsonl files, directories, or - for stdin", /*required=*/true);
+  parser.option("inputs", options.inputs,
+                "text files, .jsonl files, directories (their files that are not text skipped), or - for stdin",
+                /*required=*/true);
   parser.option("--vocab", options.vocab,
                 "vocabulary: gpt2.tiktoken, vocab.json (+ merges.txt) or tokenizer.json (default: $SINKGATE_VOCAB "
                 "or the one setup.sh fetched)");

@@ -35,7 +35,7 @@ GATES_BEYOND_LABELS  := --label 'outgate=output gate' --label 'sinklogit+outgate
 .PHONY: gates-beyond gates-beyond-tables
 
 gates-beyond:
-	$(MAKE) -f Makefile.experiments PROFILE=$(GATES_BEYOND_PROFILE) $(if $(filter quick,$(GATES_BEYOND_PROFILE)),THREADS=1) \
+	$(MAKE) -f $(SG_MAKEFILE) PROFILE=$(GATES_BEYOND_PROFILE) $(if $(filter quick,$(GATES_BEYOND_PROFILE)),THREADS=1) \
 	  OUT=$(GATES_BEYOND_OUT) 'ARMS=$(GATES_BEYOND_ARMS)' 'ARM_ORDER=$(GATES_BEYOND_ORDER)' \
 	  "ARM_LABELS=$(ARM_LABELS) $(GATES_BEYOND_LABELS)" $(if $(filter none,$(GATES_BEYOND_TOY)),,$(GATES_BEYOND_TOY)) \
 	  gates-beyond-tables $(if $(filter none,$(GATES_BEYOND_TOY)),,$(GATES_BEYOND_TOY_FILES))

@@ -31,7 +31,7 @@ sinks-cpu: $(SINKS_CPU_DIR)/sinks-cpu.md
 
 ifeq ($(filter $(SINKS_CPU_TOKENS),$(TOKENS) $(TINYSTORIES_TOKENS)),)
 $(SINKS_CPU_TOKENS):
-	$(MAKE) -f Makefile.experiments PROFILE=quick TOKENS=$@ tokens
+	$(MAKE) -f $(SG_MAKEFILE) PROFILE=quick TOKENS=$@ tokens
 endif
 
 # One budget of one arm: warmup a tenth of the steps, as the quick tier's 40 of 400.

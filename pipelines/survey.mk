@@ -21,7 +21,7 @@
 #
 # Included by Makefile.experiments; it also runs alone (make -f pipelines/survey.mk).
 
-BIN ?= build/bin
+BIN ?= $(abspath $(SURVEY_PIPELINES)/../build/bin)
 SURVEY_DIR ?= $(or $(OUT),runs)/survey
 # The project's Python (transformers, pyarrow, huggingface_hub's hf), as setup.sh installs it.
 SURVEY_CACHE ?= $(or $(SINKGATE_CACHE),$(HOME)/.cache/sinkgate)

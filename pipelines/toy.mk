@@ -24,7 +24,7 @@
 #
 # Included by Makefile.experiments; it also runs alone (make -f pipelines/toy.mk).
 
-BIN ?= build/bin
+BIN ?= $(abspath $(TOY_PIPELINES)/../build/bin)
 
 TOY_DIR ?= $(or $(OUT),runs)/toy
 ifeq ($(PROFILE),quick)

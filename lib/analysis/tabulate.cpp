@@ -475,12 +475,23 @@ std::string render_flat(const ResultTable& input, const TabulateOptions& options
 
 }  // namespace
 
+const std::vector<FormatName>& format_names() {
+  static const std::vector<FormatName> list = {
+      {Format::markdown, "md", "markdown", "md"},
+      {Format::csv, "csv", "", "csv"},
+      {Format::latex, "latex", "tex", "tex"},
+      {Format::tsv, "tsv", "", "tsv"},
+  };
+  return list;
+}
+
 Format parse_format(const std::string& name) {
-  if (name == "md" || name == "markdown") return Format::markdown;
-  if (name == "csv") return Format::csv;
-  if (name == "latex" || name == "tex") return Format::latex;
-  if (name == "tsv") return Format::tsv;
-  throw UsageError("unknown format '" + name + "'", "formats: md, csv, latex, tsv");
+  std::vector<std::string> names;
+  for (const auto& entry : format_names()) {
+    if (name == entry.name || (!entry.alias.empty() && name == entry.alias)) return entry.format;
+    names.push_back(entry.name);
+  }
+  throw UsageError("unknown format '" + name + "'", "formats: " + join(names, ", "));
 }
 
 std::pair<std::string, std::string> split_assignment(const std::string& spec, const std::string& option) {

@@ -18,7 +18,18 @@ namespace sg {
 
 enum class Format { markdown, csv, latex, tsv };
 
-/// "md" or "markdown", "csv", "latex" or "tex", "tsv"; UsageError otherwise.
+/// One text format: its name, another spelling of it ("" if none), and the extension of an output
+/// file that selects it.
+struct FormatName {
+  Format format;
+  std::string name, alias, extension;
+};
+
+/// The text formats, in --help order: md (markdown, .md), csv (.csv), latex (tex, .tex), tsv (.tsv).
+/// sg-tabulate's --format list, its choices and its choice by extension all come from here.
+const std::vector<FormatName>& format_names();
+
+/// A name or alias of format_names(); UsageError listing the names otherwise.
 Format parse_format(const std::string& name);
 
 /// A display text for a key value: for column `column` ("" = any column) and value `value`

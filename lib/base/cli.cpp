@@ -38,20 +38,20 @@ Parser::Parser(std::string tool, const std::string& description)
 
 Parser::~Parser() = default;
 
-void Parser::common(CommonOptions& o, unsigned which) {
+void Parser::common(CommonOptions& o, unsigned which, const std::string& output) {
   common_ = &o;
   common_flags_ = which;
   // An output without a default ('-' for stdout) is required, and --help says so.
   if (which & kOutput)
-    option("-o,--output", o.output, o.output.empty() ? "output file" : "output file ('-' for stdout)",
+    option("-o,--output", o.output, o.output.empty() ? output : output + " ('-' for stdout)",
            /*required=*/o.output.empty());
   if (which & kForce) flag("--force", o.force, "overwrite an existing output");
   if (which & kSeed) option("--seed", o.seed, "random seed");
   if (which & kDevice) option("--device", o.device, "cpu, cuda or cuda:N");
   if (which & kThreads) option("--threads", o.threads, "CPU threads (0: all cores)");
   if (which & kLogLevel) {
-    option("--log-level", o.log_level, "error, quiet (warnings only), info or debug");
-    choices({"error", "quiet", "info", "debug"});
+    option("--log-level", o.log_level, join(log::level_names(), ", ") + " (quiet: warnings only)");
+    choices(log::level_names());
   }
   if (which & kConfig) option("--config", o.config, "configuration file of 'key = value' lines");
 }

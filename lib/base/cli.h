@@ -51,7 +51,8 @@ class Parser {
   Parser(const Parser&) = delete;
   Parser& operator=(const Parser&) = delete;
 
-  void common(CommonOptions& options, unsigned which);
+  /// Registers the common options in `which`; `output` says what -o names (a folder for sg-export).
+  void common(CommonOptions& options, unsigned which, const std::string& output = "output file");
   /// Options and positionals ("--tier", "-o,--output" or "input" for a positional); the
   /// current value of the variable is shown as the default in --help.
   void option(const std::string& names, std::string& value, const std::string& help, bool required = false);

@@ -7,6 +7,7 @@
 #pragma once
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace sg::log {
 
@@ -23,12 +24,16 @@ inline std::string& tool() {
   return current;
 }
 
-/// Sets the level from its name (error, quiet, info, debug); unknown names leave it unchanged.
+/// The levels' names, in the order of Level: every --log-level list is this one.
+inline const std::vector<std::string>& level_names() {
+  static const std::vector<std::string> names = {"error", "quiet", "info", "debug"};
+  return names;
+}
+
+/// Sets the level from its name (level_names()); unknown names leave it unchanged.
 inline void set_level(const std::string& name) {
-  if (name == "error") level() = Level::error;
-  if (name == "quiet") level() = Level::quiet;
-  if (name == "info") level() = Level::info;
-  if (name == "debug") level() = Level::debug;
+  for (size_t i = 0; i < level_names().size(); ++i)
+    if (name == level_names()[i]) level() = static_cast<Level>(i);
 }
 
 /// "TOOL: warning: MESSAGE", shown at every level but error.

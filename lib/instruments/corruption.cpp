@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lib/base/error.h"
+#include "lib/base/text.h"
 #include "lib/text/sampler.h"
 
 namespace sg {
@@ -114,19 +115,24 @@ std::string to_string(JunkType junk) {
 
 std::string to_string(Cutoff cutoff) { return cutoff == Cutoff::median ? "median" : "q25"; }
 
+std::vector<std::string> junk_type_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : junk_names()) names.push_back(entry.second);
+  return names;
+}
+
+std::vector<std::string> cutoff_names() { return {to_string(Cutoff::median), to_string(Cutoff::q25)}; }
+
 JunkType parse_junk(const std::string& name) {
-  std::string choices;
-  for (const auto& [value, known] : junk_names()) {
+  for (const auto& [value, known] : junk_names())
     if (known == name) return value;
-    choices += (choices.empty() ? "" : ", ") + known;
-  }
-  throw UsageError("unknown junk type '" + name + "'", "junk types: " + choices);
+  throw UsageError("unknown junk type '" + name + "'", "junk types: " + join(junk_type_names(), ", "));
 }
 
 Cutoff parse_cutoff(const std::string& name) {
-  if (name == "median") return Cutoff::median;
-  if (name == "q25") return Cutoff::q25;
-  throw UsageError("unknown cutoff '" + name + "'", "cutoffs: median, q25");
+  for (Cutoff cutoff : {Cutoff::median, Cutoff::q25})
+    if (to_string(cutoff) == name) return cutoff;
+  throw UsageError("unknown cutoff '" + name + "'", "cutoffs: " + join(cutoff_names(), ", "));
 }
 
 double quantile_of(Cutoff cutoff) { return cutoff == Cutoff::median ? 0.5 : 0.25; }

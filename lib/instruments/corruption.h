@@ -68,6 +68,10 @@ std::string junk_not_defined(JunkType junk, const Arm& arm);
 std::string to_string(JunkType junk);
 /// "median", "q25".
 std::string to_string(Cutoff cutoff);
+/// Every junk type's name, in the order above: every --junk list and hint is this one.
+std::vector<std::string> junk_type_names();
+/// Every cutoff's name: "median", "q25".
+std::vector<std::string> cutoff_names();
 /// Parses a name as above; UsageError listing the choices otherwise.
 JunkType parse_junk(const std::string& name);
 Cutoff parse_cutoff(const std::string& name);

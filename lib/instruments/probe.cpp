@@ -109,12 +109,25 @@ const std::vector<Probe>& all_probes() {
   return list;
 }
 
-std::vector<Probe> parse_probes(const std::string& list) {
-  if (trim(list) == "all") return all_probes();
+namespace {
+/// Every probe, in the order of the enum.
+std::vector<Probe> known_probes() {
   std::vector<Probe> known = all_probes();
   known.push_back(Probe::direction);
+  return known;
+}
+}  // namespace
+
+std::vector<std::string> probe_names() {
   std::vector<std::string> names;
-  for (Probe p : known) names.push_back(to_string(p));
+  for (Probe p : known_probes()) names.push_back(to_string(p));
+  return names;
+}
+
+std::vector<Probe> parse_probes(const std::string& list) {
+  if (trim(list) == "all") return all_probes();
+  const std::vector<Probe> known = known_probes();
+  const std::vector<std::string> names = probe_names();
   std::vector<Probe> out;
   const auto items = split_list(list);
   if (items.empty()) throw UsageError("--probe is empty", "name probes: " + join(names, ", ") + ", or all");

@@ -78,6 +78,9 @@ enum class Probe { overrides, sinks, selectivity, gate_tokens, kurtosis, directi
 std::string to_string(Probe probe);
 /// The paper's probes, in the order above: what "all" means (direction is asked by name).
 const std::vector<Probe>& all_probes();
+/// Every probe's name, in the order of the enum (all_probes(), then direction): every --probe
+/// list and hint is this one.
+std::vector<std::string> probe_names();
 /// A comma list of probe names, or "all"; UsageError naming the item (with a did-you-mean) for an
 /// unknown or repeated name, or an empty list.
 std::vector<Probe> parse_probes(const std::string& list);

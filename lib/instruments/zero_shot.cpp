@@ -17,6 +17,11 @@
 #include "lib/text/python_string.h"
 
 namespace sg {
+
+const std::vector<std::string>& evaluation_task_names() {
+  static const std::vector<std::string> names = {"val", "lambada", "hellaswag", "wikitext"};
+  return names;
+}
 namespace {
 
 using json = nlohmann::json;

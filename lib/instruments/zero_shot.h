@@ -44,6 +44,11 @@
 
 namespace sg {
 
+/// The tasks sg-eval scores, in --help order: "val" (the validation loss on a token file), then the
+/// zero-shot tasks of this module: "lambada", "hellaswag", "wikitext". Every --task list and hint
+/// is this one.
+const std::vector<std::string>& evaluation_task_names();
+
 // ---- the task files ----
 
 struct HellaSwagItem {

@@ -292,12 +292,16 @@ const std::vector<Tier>& tiers() {
   return all;
 }
 
-const Tier& find_tier(const std::string& name) {
+std::vector<std::string> tier_names() {
   std::vector<std::string> names;
-  for (const auto& tier : tiers()) {
+  for (const auto& tier : tiers()) names.push_back(tier.name);
+  return names;
+}
+
+const Tier& find_tier(const std::string& name) {
+  for (const auto& tier : tiers())
     if (tier.name == name) return tier;
-    names.push_back(tier.name);
-  }
+  const auto names = tier_names();
   throw UsageError("unknown tier '" + name + "'", did_you_mean(name, names) + "valid tiers: " + join(names, ", "));
 }
 

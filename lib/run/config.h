@@ -116,6 +116,9 @@ struct Tier {
 /// All presets: 10M, 50M, 124M, 350M (Table 3) and the CPU tiers tiny, quick, small, cpu.
 const std::vector<Tier>& tiers();
 
+/// The presets' names, in the order of tiers(): every --tier list and hint is this one.
+std::vector<std::string> tier_names();
+
 /// The preset of that name; throws UsageError listing the valid names.
 const Tier& find_tier(const std::string& name);
 

@@ -66,6 +66,151 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
+namespace {
+
+/// Binary formats a corpus folder is likely to hold beside its text, by their signature at offset 0.
+struct Signature {
+  std::string bytes;
+  const char* what;
+};
+
+const std::vector<Signature>& binary_signatures() {
+  using namespace std::string_literals;
+  static const std::vector<Signature> list = {
+      {"\x89HDF\r\n\x1a\n"s, "an HDF5 file"},
+      {"PAR1"s, "a Parquet file"},
+      {"\x1f\x8b"s, "a gzip file"},
+      {"PK\x03\x04"s, "a zip file"},
+      {"PK\x05\x06"s, "a zip file"},
+      {"\x28\xb5\x2f\xfd"s, "a zstd file"},
+      {"\xfd" "7zXZ\x00"s, "an xz file"},
+      {"7z\xbc\xaf\x27\x1c"s, "a 7-Zip file"},
+      {"ARROW1"s, "an Arrow file"},
+      {"\x93NUMPY"s, "a NumPy file"},
+      {"SQLite format 3\x00"s, "an SQLite database"},
+      {"%PDF-"s, "a PDF document"},
+      {"\x89PNG\r\n\x1a\n"s, "a PNG image"},
+      {"\xff\xd8\xff"s, "a JPEG image"},
+      {"\x7f" "ELF"s, "an ELF executable"},
+  };
+  return list;
+}
+
+bool starts_with_at(const std::string& text, size_t offset, const std::string& prefix) {
+  return text.size() >= offset + prefix.size() && text.compare(offset, prefix.size(), prefix) == 0;
+}
+
+/// Length of the valid UTF-8 sequence at text[i] (1 to 4), 0 when the byte starts no valid
+/// sequence, -1 when a sequence that could be valid is cut by the end of `text`.
+int utf8_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  int length = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
+  if (lead >= 0xc2 && lead <= 0xdf) length = 2;
+  else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;  // no surrogates
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  for (int k = 1; k < length; ++k) {
+    if (i + k >= text.size()) return -1;
+    const unsigned char c = byte(i + k);
+    if (k == 1 ? (c < low || c > high) : (c < 0x80 || c > 0xbf)) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+std::string not_text_reason(const std::string& head, bool whole) {
+  for (const auto& signature : binary_signatures())
+    if (starts_with_at(head, 0, signature.bytes)) return signature.what;
+  for (size_t offset : {size_t{512}, size_t{1024}, size_t{2048}, size_t{4096}})  // HDF5 after a user block
+    if (starts_with_at(head, offset, binary_signatures()[0].bytes)) return binary_signatures()[0].what;
+  if (head.find('\0') != std::string::npos) return "a NUL byte";
+  size_t invalid = 0, i = 0;
+  while (i < head.size()) {
+    const int length = utf8_length(head, i);
+    if (length < 0 && !whole) break;  // a sequence cut by the end of the prefix
+    if (length <= 0) {
+      ++invalid;
+      ++i;
+    } else {
+      i += static_cast<size_t>(length);
+    }
+  }
+  if (invalid > 0 && invalid * 100 > i) return "invalid UTF-8";
+  return "";
+}
+
+std::string file_not_text_reason(const std::string& path) {
+  const std::string local = h5::resolve_input(path);
+  std::ifstream in(local, std::ios::binary);
+  if (!in) throw InputError(h5::display_name(path) + ": cannot open");
+  std::string head(static_cast<size_t>(kTextCheckBytes), '\0');
+  in.read(head.data(), kTextCheckBytes);
+  if (in.bad()) throw InputError(h5::display_name(path) + ": read error");
+  head.resize(static_cast<size_t>(in.gcount()));
+  const bool whole = in.peek() == std::char_traits<char>::eof();
+  return not_text_reason(head, whole);
+}
+
+CorpusFiles list_corpus_files(const std::vector<std::string>& inputs) {
+  CorpusFiles out;
+  for (const auto& input : inputs) {
+    const auto files = expand_inputs({input});
+    const bool named = files.size() == 1 && files[0] == input;
+    const size_t first_skipped = out.skipped.size();
+    size_t kept = 0;
+    for (const auto& file : files) {
+      const std::string reason = file_not_text_reason(file);
+      if (reason.empty()) {
+        out.files.push_back(file);
+        ++kept;
+      } else if (named) {
+        throw InputError(h5::display_name(file) + ": not text (" + reason + ")",
+                         reason == "a Parquet file"
+                             ? "a corpus is text or JSON Lines: convert Parquet with pipelines/parquet_to_jsonl.py"
+                             : "a corpus is text or JSON Lines (UTF-8); give its text files or their folder");
+      } else {
+        out.skipped.push_back({file, reason});
+      }
+    }
+    if (!named && kept == 0)
+      throw InputError(input + ": directory holds no text file (" +
+                       describe_skipped({out.skipped.begin() + static_cast<std::ptrdiff_t>(first_skipped), out.skipped.end()},
+                                        files.size()) +
+                       ")");
+  }
+  return out;
+}
+
+std::string describe_skipped(const std::vector<SkippedFile>& skipped, size_t total) {
+  if (skipped.empty()) return "";
+  std::vector<std::string> reasons;
+  for (const auto& file : skipped)
+    if (std::find(reasons.begin(), reasons.end(), file.reason) == reasons.end()) reasons.push_back(file.reason);
+  std::string text = "skipped " + std::to_string(skipped.size()) + " of " + std::to_string(total) +
+                     " files, not text:";
+  for (size_t r = 0; r < reasons.size(); ++r) {
+    std::vector<std::string> names;
+    for (const auto& file : skipped)
+      if (file.reason == reasons[r]) names.push_back(file.path);
+    text += (r ? "; " : " ") + reasons[r] + " (" + std::to_string(names.size()) + "): ";
+    for (size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
+    if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
+  }
+  return text;
+}
+
 struct CorpusReader::State {
   std::vector<std::string> files;
   CorpusOptions options;
@@ -170,7 +315,10 @@ bool CorpusReader::next(std::string& piece, bool& last) {
 
 TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
                                 const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
-  const auto files = expand_inputs(inputs);
+  const auto corpus = list_corpus_files(inputs);
+  const auto& files = corpus.files;
+  if (!corpus.skipped.empty())
+    log::warn(describe_skipped(corpus.skipped, corpus.files.size() + corpus.skipped.size()));
   CorpusReader reader(files, options.corpus);
   if (reader.bytes_total() == 0) {
     std::string names;

@@ -3,8 +3,9 @@
 //
 // Inputs: plain text files (one document each), JSON Lines files (*.jsonl, one document per
 // line, the text in a field, "text" by default — how FineWeb-Edu is usually exported),
-// directories (walked recursively in name order, every regular file an input), and "-" for
-// stdin (plain text, or JSON Lines with --jsonl).
+// directories (walked recursively in name order, every regular file that reads as text an
+// input), and "-" for stdin (plain text, or JSON Lines with --jsonl). A file that is not text
+// (not_text_reason) is refused when named, and left out, and reported, when a directory holds it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,41 @@ struct CorpusOptions {
 /// The files an input list expands to (directories walked, sorted); "-" stays "-".
 /// Throws InputError for a path that does not exist.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
+
+/// How much of a file the text check reads: its first 8 KiB (as git's binary check does).
+constexpr int64_t kTextCheckBytes = 8192;
+
+/// Why `head`, the first bytes of a file (all of it when `whole`), is not text a corpus can hold,
+/// or "" when it is: a binary signature at offset 0 ("an HDF5 file", "a Parquet file", "a gzip
+/// file", "a zip file", …; HDF5's also at 512, 1024, 2048 and 4096, after a user block), "a NUL byte",
+/// or "invalid UTF-8" when more than 1 % of its bytes (at least one) start no valid UTF-8
+/// sequence. A sequence cut by the end of a prefix (`whole` false) is not counted.
+std::string not_text_reason(const std::string& head, bool whole);
+
+/// not_text_reason of a file's first kTextCheckBytes ("-": stdin's copy, h5::resolve_input).
+/// Throws InputError when it cannot be read.
+std::string file_not_text_reason(const std::string& path);
+
+/// A file a directory held that is not text, and why (not_text_reason).
+struct SkippedFile {
+  std::string path, reason;
+};
+
+/// The inputs of a corpus: the text files, and the files of directories left out as not text.
+struct CorpusFiles {
+  std::vector<std::string> files;
+  std::vector<SkippedFile> skipped;
+};
+
+/// expand_inputs, with every file checked for text: a file of a directory that is not text is
+/// skipped (listed in `skipped`); a file named itself, or stdin, that is not text is an
+/// InputError "FILE: not text (an HDF5 file)". InputError too when a directory holds no text file.
+CorpusFiles list_corpus_files(const std::vector<std::string>& inputs);
+
+/// One paragraph for stderr on the files skipped, grouped by reason, at most three names a
+/// reason: "skipped 3 of 10 files, not text: an HDF5 file (2): a.h5, b.h5; a NUL byte (1): c.bin".
+/// "" when none was skipped. `total`: the files found, skipped ones included.
+std::string describe_skipped(const std::vector<SkippedFile>& skipped, size_t total);
 
 /// Reads documents one piece at a time. A large plain-text document arrives in several pieces,
 /// cut only where the GPT-2 pre-tokeniser always cuts, so tokenising pieces separately gives the
@@ -60,7 +96,8 @@ struct TokenizeSummary {
 };
 
 /// Tokenises `inputs` into a token file (lib/text/token_file.h), documents joined by the end-of-text id,
-/// the validation split first. `attributes` are written on the root (provenance). Progress
+/// the validation split first. The inputs are listed by list_corpus_files: files of a directory
+/// that are not text are skipped and a warning names them (describe_skipped). `attributes` are written on the root (provenance). Progress
 /// (bytes, tokens, MB/s, ETA) goes to the log.
 TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
                                 const TokenizeOptions& options,

@@ -57,7 +57,7 @@ set_tests_properties("make: Table 2 without the arms of a decomposition says so 
 
 add_test(NAME "make: without the token file or its corpus, make says what to run"
          COMMAND ${CMAKE_COMMAND} -DCMD=make "-DARGS=-C;${CMAKE_SOURCE_DIR};-f;Makefile.experiments;BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};OUT=${SG_MAKE_WORK}/bare;TOKENS=${SG_MAKE_WORK}/bare/none.h5;CORPUS=${SG_MAKE_WORK}/no-corpus;tokens"
-                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=For the quick CPU reproduction on the built-in corpus: make -f Makefile.experiments -j 2 quick"
+                 -DEXPECT_CODE=2 "-DEXPECT_STDERR=For the quick CPU reproduction on the built-in corpus: make -f ${CMAKE_SOURCE_DIR}/Makefile.experiments -j 2 quick"
                  -P ${SG_EXPECT})
 
 # Table 9 beside the paper's: both columns (quiet mass and the phantom), ours at the tiny tier and the
@@ -141,3 +141,48 @@ INJECT_FLAGS='--batches 2 --log-level quiet' PROBE_FLAGS='--batches 2 --log-leve
 set_tests_properties("make: gates-beyond trains the output gate and key gate arms and prints the tables of the question" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "\\| tiny \\| keygate \\| none \\| keygate \\| none \\| 66 \\|\n\\| tiny \\| outgate \\| none \\| none \\| outgate \\| 128 \\|.*Improvement over baseline.*output gate *\\| [-+][0-9]\\.[0-9]+ ± [0-9]\\.[0-9]+.*\\| projection \\| tiny \\| [-+][0-9.]+ \\|.*\\| output \\| tiny \\| [-+][0-9.]+ \\|.*\\| Arm \\| mass on position 0 \\| mass on the phantom \\| position-0 norm ratio \\| output gate, mean \\| rows the output gate closes \\(< 0\\.1\\) \\|.*\\| sink logit \\+ output gate \\| 0\\.[0-9]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\| 0\\.[0-9]+ \\| [0-9.]+ \\|.*own key-gate direction \\(on the keys\\) \\| q25 \\| key gate \\| [-+][0-9.]+ \\|.*Own direction: defined for the projection gate.*\\(e\\) The reads.*\\| key gate \\| 0 \\| -?[0-9.]+ \\|.*\\| every layer \\| -?[0-9.]+ \\|.*\\(f\\) The toy task.*fig3-beyond.png.*channel-blind: the key gate [^:]*baseline: [-+]0\\.[0-9]+ \\(load 2\\)")
+
+# make from any folder: named by its path (-f PATH) or with -C PATH, the make file finds its
+# fragments, the tools (BIN: build/bin beside it) and the scripts of pipelines/ beside itself, and
+# writes OUT relative to the folder make runs in (the one stood in for -f, the one -C names).
+set(SG_MAKE_ELSEWHERE ${SG_MAKE_WORK}/elsewhere)
+add_test(NAME "make: -f PATH from another folder finds the fragments, the tools and the scripts beside the make file"
+         COMMAND bash -c "set -euo pipefail; d='${SG_MAKE_ELSEWHERE}/f'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+make -f '${CMAKE_SOURCE_DIR}/Makefile.experiments' -n PROFILE=quick table1 table6 table8 fig3 curves table3 | \
+grep -o -E -e '[^ ]*/sg-train --tokens data/pydoc.h5 --tier quick --arm baseline' -e '-o results/quick/runs/quick/baseline/0.partial.h5' \
+-e '[^ ]*/sg-inject --tokens data/pydoc.h5' -e '[^ ]*/sg-probe --tokens' -e '[^ \"]*/fig3.gp' -e '[^ ]*/curves.gp' \
+-e 'python3 [^ ]*/paper_tables.py [^ ]*' | LC_ALL=C sort -u")
+set_tests_properties("make: -f PATH from another folder finds the fragments, the tools and the scripts beside the make file" PROPERTIES
+  PASS_REGULAR_EXPRESSION "-o results/quick/runs/quick/baseline/0.partial.h5\n${CMAKE_SOURCE_DIR}/build/bin/sg-inject --tokens data/pydoc.h5\n${CMAKE_SOURCE_DIR}/build/bin/sg-probe --tokens\n${CMAKE_SOURCE_DIR}/build/bin/sg-train --tokens data/pydoc.h5 --tier quick --arm baseline\n${CMAKE_SOURCE_DIR}/pipelines/curves.gp\n${CMAKE_SOURCE_DIR}/pipelines/fig3.gp\npython3 ${CMAKE_SOURCE_DIR}/pipelines/paper_tables.py ${CMAKE_SOURCE_DIR}/build/bin\n$")
+
+# Real targets from another folder, both forms: Table 3 (sg-info) and the help; -f writes under
+# the folder stood in, -C under the folder it names (here OUT is absolute, so nothing lands in the
+# source tree); the quick target's recursive make names the make file by its absolute path.
+add_test(NAME "make: table3 and help run from another folder with -f PATH and with -C PATH"
+         COMMAND bash -c "set -euo pipefail; d='${SG_MAKE_ELSEWHERE}/real'; rm -rf \"$d\"; mkdir -p \"$d/a\" \"$d/b\"; \
+cd \"$d/a\"; make -s -f '${CMAKE_SOURCE_DIR}/Makefile.experiments' BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY} table3 > /dev/null; \
+head -1 results/paper/table3.md; cd \"$d/b\"; \
+make -s -C '${CMAKE_SOURCE_DIR}' -f Makefile.experiments BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY} OUT=\"$d/b/out\" table3 > /dev/null; \
+head -1 \"$d/b/out/table3.md\"; make -f '${CMAKE_SOURCE_DIR}/Makefile.experiments' help | grep -E '^#   (all|sinks-cpu) '; \
+make -f '${CMAKE_SOURCE_DIR}/Makefile.experiments' -n quick | grep -o -E '^make[^ ]* -f [^ ]*Makefile.experiments PROFILE=quick' | LC_ALL=C sort -u; ls \"$d/a\" \"$d/b\"")
+set_tests_properties("make: table3 and help run from another folder with -f PATH and with -C PATH" PROPERTIES
+  PASS_REGULAR_EXPRESSION "^\\| [^\n]*\\|\n\\| [^\n]*\\|\n#   sinks-cpu [^\n]*\n#   all [^\n]*\nmake[^ ]* -f ${CMAKE_SOURCE_DIR}/Makefile.experiments PROFILE=quick\n[^\n]*/a:\nresults\n\n[^\n]*/b:\nout\n$")
+
+# A missing fragment is an error, not a silent lack of targets.
+add_test(NAME "make: a missing fragment of pipelines/ is an error"
+         COMMAND bash -c "d='${SG_MAKE_ELSEWHERE}/lonely'; rm -rf \"$d\"; mkdir -p \"$d/pipelines\"; \
+cp '${CMAKE_SOURCE_DIR}/Makefile.experiments' \"$d\"; cp '${CMAKE_SOURCE_DIR}'/pipelines/*.mk \"$d/pipelines\"; \
+rm \"$d/pipelines/probe.mk\"; cd /tmp; make -f \"$d/Makefile.experiments\" -n table1 2>&1; echo \"exit $?\"")
+set_tests_properties("make: a missing fragment of pipelines/ is an error" PROPERTIES
+  PASS_REGULAR_EXPRESSION "pipelines/probe.mk: No such file or directory[^\n]*\n(.*\n)?exit 2\n$")
+
+# A tier of one's own without ARMS_T / SEEDS_T trains the profile's default arms and seeds
+# (quick: ARMS_quick, SEEDS_quick; paper: the nine arms of Table 4, seeds 0 1 2) and says so.
+add_test(NAME "make: a tier without ARMS_T and SEEDS_T trains the profile's default arms and seeds, and says so"
+         COMMAND bash -c "set -euo pipefail; cd /tmp; m='${CMAKE_SOURCE_DIR}/Makefile.experiments'; \
+make -f \"$m\" -n PROFILE=quick TIERS=small OUT=${SG_MAKE_ELSEWHERE}/own table1 | grep -E -o -e '^Makefile.experiments: tier small has no [A-Z]+_small' \
+-e '--tier small --arm [a-z0-9]+ *[\\]?\$' -e '--seed [0-9]+ --device' | LC_ALL=C sort | uniq -c; \
+make -f \"$m\" -n PROFILE=paper TIERS=small OUT=${SG_MAKE_ELSEWHERE}/own-paper TOKENS=${SG_MAKE_ELSEWHERE}/none.h5 table1 | \
+grep -c -E -e '--tier small --arm [a-z0-9]+ ' ")
+set_tests_properties("make: a tier without ARMS_T and SEEDS_T trains the profile's default arms and seeds, and says so" PROPERTIES
+  PASS_REGULAR_EXPRESSION "^ +4 --seed 0 --device\n +4 --seed 1 --device\n +2 --tier small --arm baseline *[\\\\]?\n +2 --tier small --arm combo2 *[\\\\]?\n +2 --tier small --arm projgate *[\\\\]?\n +2 --tier small --arm sinklogit *[\\\\]?\n +1 Makefile.experiments: tier small has no ARMS_small\n +1 Makefile.experiments: tier small has no SEEDS_small\n27\n$")

@@ -54,3 +54,22 @@ $tok t.txt --vocab vocab.json -o merges.txt --force 2>&1; echo \"exit $?\"; \
 $tok t.txt --vocab vocab.json -o vocab.json --force 2>&1; echo \"exit $?\"; cat vocab.json merges.txt")
 set_tests_properties("cli: sg-tokenize refuses an empty corpus and an output on its vocabulary or merges.txt" PROPERTIES
     PASS_REGULAR_EXPRESSION "empty.txt: the corpus is empty [(]0 bytes[)]\n[^\n]*\nexit 3\n[^\n]*merges.txt is also an input[^\n]*\n[^\n]*\nexit 4\n[^\n]*vocab.json is also an input[^\n]*\n[^\n]*\nexit 4\n{\"a\": 0}#version: 0.2")
+
+# Input that is not text: a named HDF5 file (the token file of the fixture, a real one), Parquet,
+# a NUL byte, Latin-1 (invalid UTF-8) and gzip are each refused with exit 3, naming the file and
+# why; a folder holding them beside text tokenises the text (two documents) and names the skipped
+# files on stderr, grouped by reason.
+add_test(NAME "cli: sg-tokenize refuses binary input and skips it in a folder, naming it"
+         COMMAND bash -c "d='${SG_CLI_DATA}/not-text'; rm -rf \"$d\"; mkdir -p \"$d/corpus\"; cd \"$d\"; \
+tok=$<TARGET_FILE:sg-tokenize>; v='${SG_GPT2_VOCAB}'; \
+printf 'PAR1\\025\\004\\000\\000' > corpus/shard.parquet; printf 'text\\000more text' > corpus/nul.txt; \
+printf 'Caf\\351 cr\\350me br\\373l\\351e' > corpus/latin1.txt; printf '\\037\\213\\010\\000' > corpus/notes.txt.gz; \
+printf '\\211HDF\\r\\n\\032\\n\\000\\000' > corpus/run.h5; \
+printf 'The first document.\\n' > corpus/a.txt; printf '{\"text\": \"The second.\"}\\n' > corpus/b.jsonl; \
+for f in '${SG_CLI_DATA}/tokens.h5' corpus/shard.parquet corpus/nul.txt corpus/latin1.txt corpus/notes.txt.gz; do \
+$tok \"$f\" --vocab \"$v\" -o out.h5 --force 2>&1 | grep error; echo \"exit \${PIPESTATUS[0]}\"; done; \
+$tok corpus --vocab \"$v\" --val-tokens 2 -o out.h5 --force 2>&1 | grep -E 'skipped|documents'; echo \"exit \${PIPESTATUS[0]}\"; \
+cat corpus/a.txt | $tok - corpus/nul.txt --vocab \"$v\" -o out.h5 --force 2>&1 | grep error")
+set_tests_properties("cli: sg-tokenize refuses binary input and skips it in a folder, naming it" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "error: [^\n]*cli-data/tokens.h5: not text \\(an HDF5 file\\)\nexit 3\n[^\n]*error: corpus/shard.parquet: not text \\(a Parquet file\\)\nexit 3\n[^\n]*error: corpus/nul.txt: not text \\(a NUL byte\\)\nexit 3\n[^\n]*error: corpus/latin1.txt: not text \\(invalid UTF-8\\)\nexit 3\n[^\n]*error: corpus/notes.txt.gz: not text \\(a gzip file\\)\nexit 3\n[^\n]*skipped 5 of 7 files, not text: invalid UTF-8 \\(1\\): corpus/latin1.txt; a gzip file \\(1\\): corpus/notes.txt.gz; a NUL byte \\(1\\): corpus/nul.txt; an HDF5 file \\(1\\): corpus/run.h5; a Parquet file \\(1\\): corpus/shard.parquet\n[^\n]*: 2 documents, [^\n]*\nexit 0\n[^\n]*error: corpus/nul.txt: not text")
