@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/hf/language_model.h"
 #include "lib/io/results.h"
-#include "lib/model/language_model.h"
 #include "lib/text/token_file.h"
 
 namespace sg {

@@ -1,5 +1,5 @@
 // pretrained.cpp — GPT-2 and GPT-NeoX from Hugging Face checkpoints (see pretrained.h).
-#include "lib/model/pretrained.h"
+#include "lib/hf/pretrained.h"
 
 #include <sys/stat.h>
 
