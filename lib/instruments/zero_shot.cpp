@@ -15,6 +15,7 @@
 #include "lib/base/json.h"
 #include "lib/model/tensors.h"
 #include "lib/text/python_string.h"
+#include "lib/text/unicode.h"
 
 namespace sg {
 namespace {
