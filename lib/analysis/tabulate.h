@@ -18,7 +18,12 @@ namespace sg {
 
 enum class Format { markdown, csv, latex, tsv };
 
-/// "md" or "markdown", "csv", "latex" or "tex", "tsv"; UsageError otherwise.
+/// The formats' names, as --format lists them: md, csv, latex, tsv (each format's renderer and
+/// names are one row of a table in tabulate.cpp).
+std::vector<std::string> table_format_names();
+
+/// A format by one of its names: "md" or "markdown", "csv", "latex" or "tex", "tsv"; UsageError
+/// naming the formats otherwise.
 Format parse_format(const std::string& name);
 
 /// A display text for a key value: for column `column` ("" = any column) and value `value`
