@@ -174,10 +174,8 @@ int main(int argc, char** argv) {
   parser.option("--probe", options.probes,
                 "probes, comma-separated: overrides, sinks, selectivity, gate-tokens, kurtosis, direction, or all "
                 "(the first five)");
-  parser.option("--batches", options.probe.batches, "evaluation batches (sg-inject's by default)");
-  parser.option("--batch-size", options.probe.batch_size, "sequences per batch");
-  parser.option("--context", options.probe.context, "tokens per sequence (0: min(512, the model's context))");
-  parser.option("--eval-seed", options.probe.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
+  parser.evaluation_batches(options.probe.batches, options.probe.batch_size, options.probe.context,
+                            options.probe.eval_seed);
   parser.list("--junk", options.junk,
               "overrides: junk types of the corrupted columns (comma list or repeats, as sg-inject's --junk)");
   parser.list("--cutoff", options.cutoffs, "overrides: quiet-read cutoffs of the corrupted columns: q25, median");

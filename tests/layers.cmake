@@ -14,7 +14,7 @@ set(rank_kernels 3)
 set(rank_model 4)
 set(rank_hf 5)
 set(rank_train 6)
-set(rank_instruments 6)
+set(rank_instruments 7)
 set(core_layers base io text analysis run)
 set(layers base io text analysis run kernels model hf train instruments)
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -84,78 +85,40 @@ void check_same_weights(GPTImpl& model, Communicator& communicator, int64_t step
             " ranks hold the same weights after step " + std::to_string(step) + " (sha256 " + digest.substr(0, 16) + "…)");
 }
 
-/// The environment variables that choose the loss plan of a run that has none (loss_tuning.h)
-/// and are set, by the name they were given.
-std::vector<std::string> plan_variables_set() {
-  std::vector<std::string> names;
-  for (const char* suffix : {"LOSS_CHUNK_ROWS", "LOSS_PRODUCTS", "LOSS_PACKED", "LOSS_TUNING", "CPU_KERNELS"})
-    if (sinkgate_env(suffix)) names.push_back(sinkgate_env_name(suffix));
-  return names;
-}
-
 int64_t row_kernel_number(const std::string& name) { return name == "avx512f" ? 2 : name == "avx2" ? 1 : 0; }
 std::string row_kernel_named(int64_t number) { return number == 2 ? "avx512f" : number == 1 ? "avx2" : "portable"; }
 
-/// The loss plan the run trains with (lib/SCHEMA.md "loss_plan"), from config.train.loss_plan:
-/// auto through loss_tuning (the environment, the machine's cache, a measurement), or the plan it
-/// names (a row kernel left out: the one the CPU kernel switches give). `recorded` is the run
-/// file's plan on a resume ("auto" in files of older versions). Says what it chose, and warns
-/// where a resume will not be bitwise identical to an uninterrupted run. With a communicator,
-/// every rank takes rank 0's plan.
+/// The loss plan the run trains with (loss_tuning.h, resolve_run_loss_plan) from config.train.loss_plan;
+/// `recorded` is the run file's plan on a resume. With a communicator, every rank takes rank 0's plan.
 LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, const std::string& recorded,
                        Communicator* communicator, const std::string& prefix) {
-  const bool cpu_float32 = options.device.is_cpu();  // autocast (bf16) runs on CUDA only
   const LossPlanSpec spec = parse_loss_plan(config.train.loss_plan);
-  const bool keeps_recorded = options.resume && options.loss_plan.empty() && recorded != "auto";
-  LossPlan plan;
-  if (spec.automatic()) {
-    plan = fixed_loss_plan(cpu_float32, config.train.micro_batch * config.model.block_size, config.model.n_embd,
-                           config.model.vocab_size);
-  } else if (!cpu_float32) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
-    plan = {spec.chunk_rows, LossProducts::plain, "portable"};
-    if (spec.products != "plain" || (!spec.row_kernel.empty() && spec.row_kernel != "portable"))
-      log::info(prefix + "on " + options.device.str() + " the loss runs cuBLAS's products and ATen's rows: of loss_plan " +
-                config.train.loss_plan + " only the chunk of " + std::to_string(spec.chunk_rows) + " rows applies");
-  } else {
-    plan = {spec.chunk_rows, *loss_products_named(spec.products),
-            !spec.row_kernel.empty() ? spec.row_kernel : has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable"};
-    if (const std::string missing = loss_plan_missing(plan); !missing.empty()) {
-      if (!keeps_recorded)
-        throw UsageError("loss_plan " + loss_plan_text(plan) + " needs " + missing,
-                         "name a plan this machine runs, or --set loss_plan=auto");
-      const LossPlan instead = runnable_loss_plan(plan);
-      log::warn("this machine cannot run the run's loss plan " + loss_plan_text(plan) + " (no " +
-                missing + "): it runs " + loss_plan_text(instead) +
-                ", so the resumed run will not be bitwise identical to an uninterrupted one");
-      plan = instead;
-    }
-  }
-  if (communicator) {  // rank 0's plan everywhere: one arithmetic for every rank's share
-    std::vector<torch::Tensor> numbers{torch::tensor({plan.chunk_rows, static_cast<int64_t>(plan.products),
-                                                      row_kernel_number(plan.row_kernel)},
-                                                     torch::TensorOptions().dtype(torch::kLong))
-                                           .to(options.device)};
-    communicator->broadcast(numbers, "the broadcast of rank 0's loss plan");
-    const auto values = numbers[0].to(torch::kCPU);
-    plan = {values[0].item<int64_t>(), static_cast<LossProducts>(values[1].item<int64_t>()),
-            row_kernel_named(values[2].item<int64_t>())};
-  }
-  const std::string text = loss_plan_text(plan);
-  if (keeps_recorded) {
-    std::string note;
-    for (const auto& name : plan_variables_set()) note += (note.empty() ? "" : ", ") + name;
-    log::info(prefix + "loss plan " + text + ", the run's own (recorded in its file)" +
-              (note.empty() ? "" : "; " + note + " would choose a new run's plan, not this one's: --set loss_plan=... replaces it"));
-  } else if (options.resume && recorded == "auto") {
-    log::info(prefix + "loss plan " + text + ": the run file records none (written before sinkgate recorded it), so "
-              "this resume fixes one and records it; the steps before may have run another");
-  } else if (options.resume && text != recorded) {
-    log::warn("loss plan " + text + " replaces the run's " + recorded +
-              " (--set loss_plan): the resumed run will not be bitwise identical to an uninterrupted one");
-  } else {
-    log::info(prefix + "loss plan " + text + (spec.automatic() ? " (auto: chosen for this machine; recorded in the run file)" : ""));
-  }
-  return plan;
+  LossPlanRequest request;
+  request.text = config.train.loss_plan;
+  request.chunk_rows = spec.chunk_rows;
+  request.products = spec.products;
+  request.row_kernel = spec.row_kernel;
+  request.cpu_float32 = options.device.is_cpu();  // autocast (bf16) runs on CUDA only
+  request.device = options.device.str();
+  request.rows = config.train.micro_batch * config.model.block_size;
+  request.width = config.model.n_embd;
+  request.vocab = config.model.vocab_size;
+  request.resume = options.resume;
+  request.replaced = !options.loss_plan.empty();
+  request.recorded = recorded;
+  std::function<LossPlan(const LossPlan&)> agree;
+  if (communicator)  // rank 0's plan everywhere: one arithmetic for every rank's share
+    agree = [&](const LossPlan& plan) {
+      std::vector<torch::Tensor> numbers{torch::tensor({plan.chunk_rows, static_cast<int64_t>(plan.products),
+                                                        row_kernel_number(plan.row_kernel)},
+                                                       torch::TensorOptions().dtype(torch::kLong))
+                                             .to(options.device)};
+      communicator->broadcast(numbers, "the broadcast of rank 0's loss plan");
+      const auto values = numbers[0].to(torch::kCPU);
+      return LossPlan{values[0].item<int64_t>(), static_cast<LossProducts>(values[1].item<int64_t>()),
+                      row_kernel_named(values[2].item<int64_t>())};
+    };
+  return resolve_run_loss_plan(request, prefix, agree);
 }
 
 }  // namespace
