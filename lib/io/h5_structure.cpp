@@ -131,26 +131,17 @@ herr_t check_attribute(hid_t object, const char* name, const H5A_info_t*, void* 
   return 0;
 }
 
-/// Checks the attributes of `object`, then, for a dataset, how and where its data are stored.
-/// Returns "" or the problem.
-std::string check_object(hid_t object, Check& check) {
-  hsize_t index = 0;
-  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, check_attribute, &check) < 0)
-    return "'s attributes cannot be listed (" + hdf5_message() + ")";
-  if (!check.problem.empty()) return check.problem;
-  const H5I_type_t kind = H5Iget_type(object);
-  if (kind == H5I_DATATYPE) return " is a committed datatype (sinkgate files hold groups and datasets only)";
-  if (kind != H5I_DATASET) return "";
-  Id dcpl(H5Dget_create_plist(object), H5Pclose);
-  if (!dcpl.ok()) return "'s storage properties cannot be read (" + hdf5_message() + ")";
+/// How a dataset is stored (its creation properties): "" or the problem. Sets *filters to the
+/// number of its filters.
+std::string check_storage(hid_t dcpl, int* filters) {
   const H5D_layout_t layout = H5Pget_layout(dcpl);
   if (layout == H5D_VIRTUAL) return " is a virtual dataset (its data would come from other datasets or files)";
   if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT)
     return " is a dataset of an unknown storage layout (" + std::to_string(layout) + ")";
   if (H5Pget_external_count(dcpl) != 0)
     return " is a dataset with external raw-data storage (its data would be read from other files)";
-  const int filters = H5Pget_nfilters(dcpl);
-  for (int i = 0; i < filters; ++i) {
+  *filters = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < *filters; ++i) {
     unsigned flags = 0, values[8];
     size_t elements = 8;
     char filter_name[64] = "";
@@ -160,6 +151,61 @@ std::string check_object(hid_t object, Check& check) {
       return " is a dataset with the filter " + std::to_string(filter) + (*filter_name ? " (" + std::string(filter_name) + ")" : "") +
              " (sinkgate writes Fletcher32 alone)";
   }
+  return "";
+}
+
+/// Whether every chunk of a chunked dataset is stored whole: "" or the problem. Chunk by chunk
+/// rather than H5Dget_storage_size: that walks the chunk index up to a bound the index's header
+/// states, and a header edited to a huge bound (checksum recomputed) made it loop for hours; a
+/// lookup per chunk origin is bounded by the chunk count, itself bounded by the file's size.
+std::string check_chunks(hid_t object, hid_t space, hid_t dcpl, uint64_t element, bool filtered, const Check& check) {
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0))), chunk(dims.size());
+  if (rank <= 0 || H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0 || H5Pget_chunk(dcpl, rank, chunk.data()) != rank)
+    return "'s chunk shape cannot be read (" + hdf5_message() + ")";
+  uint64_t chunks = 1, chunk_elements = 1;
+  for (int i = 0; i < rank; ++i) {
+    if (chunk[i] == 0) return " is a dataset with an empty chunk shape";
+    chunks *= (dims[i] + chunk[i] - 1) / chunk[i];  // at most the element count: no overflow
+    chunk_elements = std::min<uint64_t>(chunk_elements * chunk[i], uint64_t{1} << 40);
+  }
+  const uint64_t chunk_bytes = chunk_elements * element + (filtered ? 4 : 0);
+  const uint64_t expected = chunks * chunk_bytes;
+  if (chunk_elements >= (uint64_t{1} << 40) || expected / chunks != chunk_bytes)
+    return " is a dataset with chunks of an impossible size";
+  if (check.file_bytes > 0 && expected > check.file_bytes)
+    return " is a dataset of " + std::to_string(chunks) + " chunks of " + std::to_string(chunk_bytes) +
+           " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold";
+  std::vector<hsize_t> origin(dims.size(), 0);
+  for (uint64_t n = 0; n < chunks; ++n) {
+    unsigned mask = 0;
+    haddr_t address = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(object, origin.data(), &mask, &address, &size) < 0)
+      return "'s chunk index cannot be read (" + hdf5_message() + ")";
+    if (address == HADDR_UNDEF || size != chunk_bytes) {
+      std::string at;
+      for (size_t i = 0; i < origin.size(); ++i) at += (i ? ", " : "") + std::to_string(origin[i]);
+      return " is a dataset whose chunk at [" + at + "] " +
+             (address == HADDR_UNDEF ? std::string("was never written")
+                                     : "stores " + std::to_string(size) + " of its " + std::to_string(chunk_bytes) + " bytes") +
+             " (chunks never written, or lost, would read as fill values)";
+    }
+    for (size_t i = origin.size(); i-- > 0;) {  // the next chunk origin, the last dimension fastest
+      origin[i] += chunk[i];
+      if (origin[i] < dims[i]) break;
+      origin[i] = 0;
+    }
+  }
+  return "";
+}
+
+/// A dataset's storage, type, shape and stored size: "" or the problem.
+std::string check_dataset(hid_t object, const Check& check) {
+  Id dcpl(H5Dget_create_plist(object), H5Pclose);
+  if (!dcpl.ok()) return "'s storage properties cannot be read (" + hdf5_message() + ")";
+  int filters = 0;
+  if (std::string problem = check_storage(dcpl, &filters); !problem.empty()) return problem;
   Id type(H5Dget_type(object), H5Tclose);
   Id space(H5Dget_space(object), H5Sclose);
   if (!type.ok() || !space.ok()) return "'s type or shape cannot be read (" + hdf5_message() + ")";
@@ -172,67 +218,33 @@ std::string check_object(hid_t object, Check& check) {
   // dataset) is refused by its size, which an index of 10^12 slots would take hours to list.
   const bool variable = H5Tis_variable_str(type) > 0;
   const uint64_t element = variable ? 16 : H5Tget_size(type);
-  const uint64_t bytes = static_cast<uint64_t>(count) * element;
   if (check.file_bytes > 0 && element > 0 && static_cast<uint64_t>(count) > check.file_bytes / element)
     return " is a dataset of " + std::to_string(count) + " elements of " + std::to_string(element) +
            " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold (a sparse or damaged dataset)";
   // Every chunk of a sinkgate dataset is written: storage short of the shape means chunks never
   // written (sparse) or lost, whose elements HDF5 would quietly read as the fill value. A chunked
   // dataset stores every chunk whole (edge chunks too), each with Fletcher32's 4 bytes.
-  if (!variable && count > 0) {
-    uint64_t expected = bytes;
-    if (layout == H5D_CHUNKED) {
-      const int rank = H5Sget_simple_extent_ndims(space);
-      std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0))), chunk(dims.size());
-      if (rank <= 0 || H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0 ||
-          H5Pget_chunk(dcpl, rank, chunk.data()) != rank)
-        return "'s chunk shape cannot be read (" + hdf5_message() + ")";
-      uint64_t chunks = 1, chunk_elements = 1;
-      for (int i = 0; i < rank; ++i) {
-        if (chunk[i] == 0) return " is a dataset with an empty chunk shape";
-        chunks *= (dims[i] + chunk[i] - 1) / chunk[i];  // at most count: no overflow
-        chunk_elements = std::min<uint64_t>(chunk_elements * chunk[i], uint64_t{1} << 40);
-      }
-      const uint64_t chunk_bytes = chunk_elements * element + (filters > 0 ? 4 : 0);
-      expected = chunks * chunk_bytes;
-      if (chunk_elements >= (uint64_t{1} << 40) || expected / chunks != chunk_bytes)
-        return " is a dataset with chunks of an impossible size";
-      if (check.file_bytes > 0 && expected > check.file_bytes)
-        return " is a dataset of " + std::to_string(chunks) + " chunks of " + std::to_string(chunk_bytes) +
-               " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold";
-      // Chunk by chunk rather than H5Dget_storage_size: that walks the chunk index up to a bound the
-      // index's header states, and a header edited to a huge bound (checksum recomputed) made it
-      // loop for hours; a lookup per chunk origin is bounded by the chunk count, itself bounded by
-      // the file's size just above.
-      std::vector<hsize_t> origin(dims.size(), 0);
-      for (uint64_t n = 0; n < chunks; ++n) {
-        unsigned mask = 0;
-        haddr_t address = HADDR_UNDEF;
-        hsize_t size = 0;
-        if (H5Dget_chunk_info_by_coord(object, origin.data(), &mask, &address, &size) < 0)
-          return "'s chunk index cannot be read (" + hdf5_message() + ")";
-        if (address == HADDR_UNDEF || size != chunk_bytes) {
-          std::string at;
-          for (size_t i = 0; i < origin.size(); ++i) at += (i ? ", " : "") + std::to_string(origin[i]);
-          return " is a dataset whose chunk at [" + at + "] " +
-                 (address == HADDR_UNDEF ? std::string("was never written")
-                                         : "stores " + std::to_string(size) + " of its " + std::to_string(chunk_bytes) + " bytes") +
-                 " (chunks never written, or lost, would read as fill values)";
-        }
-        for (size_t i = origin.size(); i-- > 0;) {  // the next chunk origin, the last dimension fastest
-          origin[i] += chunk[i];
-          if (origin[i] < dims[i]) break;
-          origin[i] = 0;
-        }
-      }
-      return "";
-    }
-    const uint64_t stored = H5Dget_storage_size(object);
-    if (stored < expected)
-      return " is a dataset that stores " + std::to_string(stored) + " of its " + std::to_string(expected) +
-             " bytes (chunks never written, or lost, would read as fill values)";
-  }
+  if (variable || count == 0) return "";
+  if (H5Pget_layout(dcpl) == H5D_CHUNKED) return check_chunks(object, space, dcpl, element, filters > 0, check);
+  const uint64_t expected = static_cast<uint64_t>(count) * element;
+  const uint64_t stored = H5Dget_storage_size(object);
+  if (stored < expected)
+    return " is a dataset that stores " + std::to_string(stored) + " of its " + std::to_string(expected) +
+           " bytes (chunks never written, or lost, would read as fill values)";
   return "";
+}
+
+/// Checks the attributes of `object`, then, for a dataset, how and where its data are stored.
+/// Returns "" or the problem.
+std::string check_object(hid_t object, Check& check) {
+  hsize_t index = 0;
+  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, check_attribute, &check) < 0)
+    return "'s attributes cannot be listed (" + hdf5_message() + ")";
+  if (!check.problem.empty()) return check.problem;
+  const H5I_type_t kind = H5Iget_type(object);
+  if (kind == H5I_DATATYPE) return " is a committed datatype (sinkgate files hold groups and datasets only)";
+  if (kind != H5I_DATASET) return "";
+  return check_dataset(object, check);
 }
 
 }  // namespace

@@ -129,12 +129,10 @@ std::vector<VocabularyFile> hf_vocabulary_files(const Tokenizer& tokenizer, int6
   if (kind == "gpt2" || kind == "tiktoken") return rank_order_files(tokenizer, model_max_length);
   const auto& end_of_text = tokenizer.tokens().at(static_cast<size_t>(tokenizer.eot_id()));
   std::vector<VocabularyFile> files = tokenizer.files();
-  if (kind == "tokenizer.json" && files.size() == 1 && files[0].name == "tokenizer.json") {
-    files.push_back({"tokenizer_config.json", tokenizer_config("PreTrainedTokenizerFast", end_of_text, model_max_length)});
-    return files;
-  }
-  if (kind == "vocab.json+merges.txt" && files.size() == 2) {
-    files.push_back({"tokenizer_config.json", tokenizer_config("GPT2Tokenizer", end_of_text, model_max_length)});
+  const bool fast = kind == "tokenizer.json" && files.size() == 1 && files[0].name == "tokenizer.json";
+  if (fast || (kind == "vocab.json+merges.txt" && files.size() == 2)) {
+    const char* tokenizer_class = fast ? "PreTrainedTokenizerFast" : "GPT2Tokenizer";
+    files.push_back({"tokenizer_config.json", tokenizer_config(tokenizer_class, end_of_text, model_max_length)});
     return files;
   }
   throw InputError(tokenizer.path() + ": a vocabulary of kind '" + kind + "' without its files",

@@ -383,6 +383,61 @@ std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, 
   return {loss_sum.item<double>(), signal_seen};
 }
 
+/// The run's first line: its size, its batch and the steps to go.
+void announce(const Session& session, const TrainOptions& options, int64_t parameters, int64_t tokens_per_step) {
+  const auto& config = session.config;
+  const auto& t = config.train;
+  std::ostringstream line;
+  line << session.prefix << parameters << " parameters, " << tokens_per_step << " tokens a step (" << t.micro_batch
+       << " x " << t.accumulation << " sequences of " << config.model.block_size << "), "
+       << t.iterations - session.state.step << " steps to go";
+  if (session.communicator)
+    line << "; " << session.world << " ranks (" << options.distributed.launcher << "), " << t.batch() / session.world
+         << " sequences each a step";
+  log::info(line.str());
+}
+
+/// Counts a finished step in the run's state and curves; returns its record for --log-json.
+nlohmann::ordered_json record_step(Session& session, int64_t tokens_per_step, double train_loss, double lr,
+                                   double step_seconds) {
+  auto& state = session.state;
+  ++state.step;
+  state.data_position = state.step * session.config.train.batch();
+  state.tokens_seen += tokens_per_step;
+  const double speed = static_cast<double>(tokens_per_step) / step_seconds;
+  state.curves.step.push_back(state.step);
+  state.curves.train_loss.push_back(train_loss);
+  state.curves.lr.push_back(lr);
+  state.curves.tokens_per_second.push_back(speed);
+  return {{"run", session.name},
+          {"step", state.step},
+          {"train_loss", JsonLog::number(train_loss)},
+          {"lr", lr},
+          {"tokens_per_second", JsonLog::number(speed)}};
+}
+
+/// The validation loss after a step (eval_batches), in the curves, the progress and the record.
+double evaluate_step(GPTImpl& model, Session& session, const TokenFile& tokens, const TrainOptions& options,
+                     Progress& progress, nlohmann::ordered_json& record) {
+  auto& state = session.state;
+  const auto eval_start = Clock::now();
+  const double val = validation_loss(model, tokens, session.config, session.config.train.eval_batches, options.device,
+                                     session.communicator.get());
+  progress.add_evaluation(seconds_since(eval_start));
+  state.curves.val_step.push_back(state.step);
+  state.curves.val_loss.push_back(val);
+  record["val_loss"] = JsonLog::number(val);
+  return val;
+}
+
+/// The error of a run stopped by SIGTERM or SIGINT after the checkpoint of its step.
+[[noreturn]] void interrupted(int signal, const RunState& state, int64_t iterations, const TrainOptions& options) {
+  throw InterruptedError(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + " at step " +
+                             std::to_string(state.step) + " of " + std::to_string(iterations) +
+                             "; the checkpoint of this step is in " + options.output,
+                         "continue the run: sg-train --tokens " + options.token_file + " --resume -o " + options.output);
+}
+
 }  // namespace
 
 TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
@@ -397,16 +452,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
 
   const auto& t = config.train;
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
-  {
-    std::ostringstream line;
-    line << prefix << model->parameter_count() << " parameters, " << tokens_per_step << " tokens a step (" << t.micro_batch
-         << " x " << t.accumulation << " sequences of " << config.model.block_size << "), " << t.iterations - state.step
-         << " steps to go";
-    if (communicator)
-      line << "; " << session.world << " ranks (" << options.distributed.launcher << "), " << t.batch() / session.world
-           << " sequences each a step";
-    log::info(line.str());
-  }
+  announce(session, options, model->parameter_count(), tokens_per_step);
   const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, prefix);
   config.train.loss_plan = loss_plan_text(loss_plan);
   state.config.train.loss_plan = config.train.loss_plan;
@@ -440,31 +486,12 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     optimizer->clip_and_step(t.grad_clip);
     if (options.device.is_cuda()) torch::cuda::synchronize();
     const double step_seconds = seconds_since(step_start);
-    ++state.step;
     progress.add_step(step_seconds);
-    state.data_position = state.step * t.batch();
-    state.tokens_seen += tokens_per_step;
-    state.curves.step.push_back(state.step);
-    state.curves.train_loss.push_back(train_loss);
-    state.curves.lr.push_back(lr);
-    state.curves.tokens_per_second.push_back(static_cast<double>(tokens_per_step) / step_seconds);
-    nlohmann::ordered_json record = {{"run", session.name},
-                                     {"step", state.step},
-                                     {"train_loss", JsonLog::number(train_loss)},
-                                     {"lr", lr},
-                                     {"tokens_per_second", JsonLog::number(static_cast<double>(tokens_per_step) / step_seconds)}};
+    auto record = record_step(session, tokens_per_step, train_loss, lr, step_seconds);
 
     const bool last = state.step == t.iterations;
     const bool evaluate = state.step % t.eval_interval == 0 || last;
-    double val = std::nan("");
-    if (evaluate) {
-      const auto eval_start = Clock::now();
-      val = validation_loss(*model, tokens, config, t.eval_batches, options.device, communicator);
-      progress.add_evaluation(seconds_since(eval_start));
-      state.curves.val_step.push_back(state.step);
-      state.curves.val_loss.push_back(val);
-      record["val_loss"] = JsonLog::number(val);
-    }
+    const double val = evaluate ? evaluate_step(*model, session, tokens, options, progress, record) : std::nan("");
     json.write(record);
     if (evaluate || progress.due()) log::info(progress.line(prefix, state.step, train_loss, evaluate, val, lr, state.finished));
     if (last) {
@@ -475,11 +502,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     const bool stop = options.stop_after > 0 && progress.steps() >= options.stop_after;
     if (communicator && (last || stop || signal)) check_same_weights(*model, *communicator, state.step);
     if (state.step % t.checkpoint_interval == 0 || last || stop || signal) save();
-    if (signal && !state.finished)
-      throw InterruptedError(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + " at step " +
-                                 std::to_string(state.step) + " of " + std::to_string(t.iterations) +
-                                 "; the checkpoint of this step is in " + options.output,
-                             "continue the run: sg-train --tokens " + options.token_file + " --resume -o " + options.output);
+    if (signal && !state.finished) interrupted(signal, state, t.iterations, options);
     if (stop) break;
   }
   TrainSummary summary;
