@@ -241,36 +241,51 @@ nlohmann::json read_config_json(const std::string& path) {
 
 PretrainedConfig read_pretrained_config(const std::string& path) { return parse_pretrained_config(read_config_json(path), path); }
 
+namespace {
+
+/// config.json's names, and defaults, of the fields GPT-2 and GPT-NeoX both have.
+struct SharedFieldNames {
+  const char *width, *heads, *layers, *positions;
+  int64_t positions_default;
+  const char* inner;
+  bool inner_required;  // else 4 × the width where absent
+  const char *epsilon, *activation, *activation_default;
+  bool tied_default;
+};
+
+constexpr SharedFieldNames kGpt2Names{"n_embd", "n_head", "n_layer", "n_positions", 1024, "n_inner", false,
+                                      "layer_norm_epsilon", "activation_function", "gelu_new", true};
+constexpr SharedFieldNames kNeoxNames{"hidden_size", "num_attention_heads", "num_hidden_layers", "max_position_embeddings",
+                                      2048, "intermediate_size", true, "layer_norm_eps", "hidden_act", "gelu", false};
+
+void read_shared_fields(const ConfigReader& r, const SharedFieldNames& names, PretrainedConfig& c, const std::string& path) {
+  c.n_embd = r.integer(names.width);
+  c.n_head = r.integer(names.heads);
+  c.n_layer = r.integer(names.layers);
+  c.vocab_size = r.integer("vocab_size");
+  c.n_positions = r.integer(names.positions, names.positions_default);
+  c.n_inner = names.inner_required ? r.integer(names.inner) : r.integer(names.inner, 4 * c.n_embd);
+  c.layer_norm_eps = r.real(names.epsilon, 1e-5);
+  c.gelu_tanh = parse_activation(r.text(names.activation, names.activation_default), path);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", names.tied_default);
+}
+
+}  // namespace
+
 PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std::string& path) {
   const ConfigReader r(object, path);
   PretrainedConfig c;
   const auto type = r.text("model_type", "");
   if (type == "gpt2") {
     c.architecture = Architecture::gpt2;
-    c.n_embd = r.integer("n_embd");
-    c.n_head = r.integer("n_head");
-    c.n_layer = r.integer("n_layer");
-    c.vocab_size = r.integer("vocab_size");
-    c.n_positions = r.integer("n_positions", 1024);
-    c.n_inner = r.integer("n_inner", 4 * c.n_embd);
-    c.layer_norm_eps = r.real("layer_norm_epsilon", 1e-5);
-    c.gelu_tanh = parse_activation(r.text("activation_function", "gelu_new"), path);
-    c.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+    read_shared_fields(r, kGpt2Names, c, path);
     c.scale_attn_weights = r.boolean("scale_attn_weights", true);
     c.scale_attn_by_inverse_layer_idx = r.boolean("scale_attn_by_inverse_layer_idx", false);
     if (r.boolean("add_cross_attention", false))
       throw InputError(path + ": add_cross_attention is set; only decoder-only GPT-2 models are supported");
   } else if (type == "gpt_neox") {
     c.architecture = Architecture::gpt_neox;
-    c.n_embd = r.integer("hidden_size");
-    c.n_head = r.integer("num_attention_heads");
-    c.n_layer = r.integer("num_hidden_layers");
-    c.vocab_size = r.integer("vocab_size");
-    c.n_positions = r.integer("max_position_embeddings", 2048);
-    c.n_inner = r.integer("intermediate_size");
-    c.layer_norm_eps = r.real("layer_norm_eps", 1e-5);
-    c.gelu_tanh = parse_activation(r.text("hidden_act", "gelu"), path);
-    c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+    read_shared_fields(r, kNeoxNames, c, path);
     c.use_parallel_residual = r.boolean("use_parallel_residual", true);
     c.attention_bias = r.boolean("attention_bias", true);
     // transformers 4 (the hub's Pythia files): rotary_pct, rotary_emb_base, rope_scaling;
