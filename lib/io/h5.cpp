@@ -729,6 +729,20 @@ Dataset create_dataset(Group& group, const std::string& path, hid_t type, hid_t 
   if (id < 0) fail_output(group.file(), "cannot create dataset " + full);
   return wrap(id, full);
 }
+
+/// A checksummed vector of `count` 8-byte numbers: of type `stored` in the file, `memory` in `data`.
+Dataset write_numbers(Group& group, const std::string& path, hid_t stored, hid_t memory, const void* data, size_t count,
+                      const std::function<Dataset(hid_t, const std::string&)>& wrap) {
+  init();
+  const hsize_t dims[1] = {count};
+  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  Id layout = checksummed_layout({dims[0]}, 8);
+  auto dataset = create_dataset(group, path, stored, space, layout, wrap);
+  if (count > 0 && H5Dwrite(dataset.id(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    fail_output(group.file(), "cannot write dataset " + dataset.path());
+  store_checksum(dataset, crc32c(data, count * 8));
+  return dataset;
+}
 }  // namespace
 
 Dataset Group::write_array(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape,
@@ -772,29 +786,13 @@ Dataset Group::write_strings(const std::string& path, const std::vector<std::str
 }
 
 Dataset Group::write_doubles(const std::string& path, const std::vector<double>& values) {
-  init();
-  const hsize_t dims[1] = {values.size()};
-  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  Id layout = checksummed_layout({dims[0]}, 8);
-  auto dataset = create_dataset(*this, path, H5T_IEEE_F64LE, space, layout,
-                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
-  if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
-    fail_output(file_, "cannot write dataset " + dataset.path());
-  store_checksum(dataset, crc32c(values.data(), values.size() * sizeof(double)));
-  return dataset;
+  return write_numbers(*this, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(), values.size(),
+                       [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
 }
 
 Dataset Group::write_ints(const std::string& path, const std::vector<int64_t>& values) {
-  init();
-  const hsize_t dims[1] = {values.size()};
-  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  Id layout = checksummed_layout({dims[0]}, 8);
-  auto dataset = create_dataset(*this, path, H5T_STD_I64LE, space, layout,
-                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
-  if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
-    fail_output(file_, "cannot write dataset " + dataset.path());
-  store_checksum(dataset, crc32c(values.data(), values.size() * sizeof(int64_t)));
-  return dataset;
+  return write_numbers(*this, path, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(), values.size(),
+                       [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
 }
 
 Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t chunk) {
