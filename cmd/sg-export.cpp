@@ -1,14 +1,14 @@
 // sg-export — a run file as a Hugging Face folder that transformers and lm-evaluation-harness load.
 //
 // Input: one sg-train run file (any arm; an unfinished run is exported as it stands, with a
-// warning). Output: the folder -o DIR (lib/model/export.h): config.json, generation_config.json,
+// warning). Output: the folder -o DIR (lib/hf/export.h): config.json, generation_config.json,
 // model.safetensors (GPT-2's Conv1D layout), the run's tokenizer files (the vocabulary it records:
 // vocab.json, merges.txt, tokenizer.json, tokenizer_config.json for GPT-2's) and a README.md model
 // card; for every arm but the baseline
 // also configuration_sinkgate.py and modeling_sinkgate.py (load with trust_remote_code=True). The
 // folder appears whole or not at all; an existing non-empty DIR is replaced only with --force.
 // A summary (model type, parameters, size) on stderr. sg-eval, sg-sample and sg-survey read the
-// folder back as the run (lib/model/hf_layout.h).
+// folder back as the run (lib/hf/hf_layout.h).
 //
 // Examples:
 //   sg-export results/paper/runs/124M/combo2/0.h5 -o exports/124M-combo2-0
@@ -19,7 +19,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
-#include "lib/model/export.h"
+#include "lib/hf/export.h"
 #include "lib/model/runtime.h"
 #include "sg/version.h"
 

@@ -114,10 +114,8 @@ int main(int argc, char** argv) {
   parser.list("--cutoff", options.cutoffs, "quiet-read cutoffs (comma list or repeats): " + sg::join(sg::cutoff_names(), ", "));
   parser.list("--dose", options.doses, "doses epsilon (comma list or repeats; each >= 0)");
   parser.renamed("--doses", "--dose");
-  parser.option("--batches", options.inject.batches, "evaluation batches");
-  parser.option("--batch-size", options.inject.batch_size, "sequences per batch");
-  parser.option("--context", options.inject.context, "tokens per sequence (0: min(512, the model's context))");
-  parser.option("--eval-seed", options.inject.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
+  parser.evaluation_batches(options.inject.batches, options.inject.batch_size, options.inject.context,
+                            options.inject.eval_seed);
   parser.flag("--no-exposure", options.no_exposure, "skip the exposure pass (Table 9)");
   parser.flag("--allow-other-tokens", options.allow_other_tokens,
               "measure runs on a token file other than the one they were trained on (by SHA-256): a warning");

@@ -176,10 +176,8 @@ int main(int argc, char** argv) {
   parser.option("--probe", options.probes,
                 "probes, comma-separated: " + sg::join(sg::probe_names(), ", ") + ", or all (the paper's: " +
                     sg::join(paper_probes, ", ") + ")");
-  parser.option("--batches", options.probe.batches, "evaluation batches (sg-inject's by default)");
-  parser.option("--batch-size", options.probe.batch_size, "sequences per batch");
-  parser.option("--context", options.probe.context, "tokens per sequence (0: min(512, the model's context))");
-  parser.option("--eval-seed", options.probe.eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
+  parser.evaluation_batches(options.probe.batches, options.probe.batch_size, options.probe.context,
+                            options.probe.eval_seed);
   parser.list("--junk", options.junk,
               "overrides: junk types of the corrupted columns (comma list or repeats): " +
                   sg::join(sg::junk_type_names(), ", "));

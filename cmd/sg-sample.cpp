@@ -21,8 +21,8 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/hf/language_model.h"
 #include "lib/instruments/generation.h"
-#include "lib/model/language_model.h"
 #include "lib/model/runtime.h"
 
 namespace {

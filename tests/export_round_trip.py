@@ -3,7 +3,7 @@
 
 The numbers compared here are sinkgate's on both sides (the run file and its export, through the
 real executables); that the export computes what the run computes is checked against transformers,
-the independent implementation, by tests/hf_export_reference.py and tests/model/test_export.cpp.
+the independent implementation, by tests/hf_export_reference.py and tests/hf/test_export.cpp.
 
 Commands:
   same BIN RUN FOLDER TOKENS LAMBADA TEXT WORK

@@ -2,7 +2,7 @@
 """hf_export_reference.py — checks sg-export's folders with the independent implementations that
 define them: transformers (the model, its cache, generate), HF tokenizers and tiktoken (the
 vocabulary). sinkgate's own numbers come from the tests (logits, cached greedy tokens and attention
-weights written by tests/model/test_export.cpp; sg-eval's loss and sg-sample's text in the
+weights written by tests/hf/test_export.cpp; sg-eval's loss and sg-sample's text in the
 command-line tests); this script never computes a sinkgate number itself.
 
 Commands:

@@ -1,6 +1,8 @@
 # Checks the layering of lib/ (DESIGN.md, README "Layout"): a module includes only modules of its
 # own folder or of a lower layer, and the core layers (sg_core) include no LibTorch, ATen, c10 or
-# CUDA header. Layers of one rank are peers that do not include each other.
+# CUDA header. Layers of one rank are peers that do not include each other. Two libraries stay
+# behind one interface each: HDF5's headers are included by the h5 modules of io/ alone
+# (io/h5*), CLI11's by base/cli.cpp alone.
 # Run as: cmake -DLIB=path/to/lib -P layers.cmake   (prints "layers: ok", or fails naming each line)
 cmake_minimum_required(VERSION 3.25)
 set(rank_base 0)
@@ -10,10 +12,11 @@ set(rank_analysis 2)
 set(rank_run 3)
 set(rank_kernels 3)
 set(rank_model 4)
-set(rank_train 5)
-set(rank_instruments 5)
+set(rank_hf 5)
+set(rank_train 6)
+set(rank_instruments 7)
 set(core_layers base io text analysis run)
-set(layers base io text analysis run kernels model train instruments)
+set(layers base io text analysis run kernels model hf train instruments)
 
 set(problems "")
 file(GLOB_RECURSE sources RELATIVE ${LIB} ${LIB}/*.h ${LIB}/*.cpp ${LIB}/*.cu ${LIB}/*.cuh)
@@ -34,6 +37,12 @@ foreach(source ${sources})
       endif()
     elseif(line MATCHES "#[ \t]*include[ \t]*[<\"]lib/")
       list(APPEND problems "lib/${source}: includes lib/ without naming the folder: ${line}")
+    endif()
+    if(line MATCHES "[<\"](hdf5|H5[A-Za-z]*)\\.h[>\"]" AND NOT source MATCHES "^io/h5")
+      list(APPEND problems "lib/${source} includes HDF5 (only lib/io/h5* may): ${line}")
+    endif()
+    if(line MATCHES "[<\"]CLI/" AND NOT source STREQUAL "base/cli.cpp")
+      list(APPEND problems "lib/${source} includes CLI11 (only lib/base/cli.cpp may): ${line}")
     endif()
     if(layer IN_LIST core_layers AND line MATCHES "[<\"](torch|ATen|c10|cuda|cuda_runtime)[/._]")
       list(APPEND problems "lib/${source} (${layer}, in sg_core) includes LibTorch or CUDA: ${line}")

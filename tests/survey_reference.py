@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""survey_reference.py — reference answers for tests/model/test_pretrained.cpp and tests/instruments/test_survey.cpp.
+"""survey_reference.py — reference answers for tests/hf/test_pretrained.cpp and tests/instruments/test_survey.cpp.
 
 Builds small random-initialised GPT-2 and GPT-NeoX models with transformers, saves them with
 save_pretrained (safetensors), and runs transformers' own forward pass (attn_implementation="eager",

@@ -26,7 +26,7 @@ Commands (VOCAB is a tiktoken rank file, "base64token rank" lines, such as gpt2.
                             training text, and DIR/sample-nfd.txt: the same in NFD
   classes OUT               OUT: 0x110000 bytes, the class of every code point as tiktoken's regex engine
                             sees it: 1 \\p{L}, 2 \\p{N}, 3 \\s, 0 anything else (surrogates: 0)
-  tables                    prints the C++ range tables of lib/text/tokenizer.cpp (the same classes)
+  tables                    prints the C++ range tables of lib/text/unicode.cpp (the same classes)
 """
 import base64
 import glob

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "lib/base/error.h"
 #include "lib/base/text.h"
@@ -14,7 +15,10 @@
 namespace sg {
 namespace {
 
-bool is_text_format(Format f) { return f == Format::markdown || f == Format::latex; }
+struct FormatEntry;
+const FormatEntry& entry_of(Format format);
+bool is_text_format(Format format);
+const char* default_missing(Format format);
 
 std::string fixed(double value, int decimals) {
   char buffer[64];
@@ -52,10 +56,7 @@ std::string escape_tsv(std::string text) {
 class Style {
  public:
   Style(const TabulateOptions& options) : options_(options) {
-    missing_ = options.missing;
-    if (missing_.empty() && options.format == Format::markdown) missing_ = "\u2013";
-    if (missing_.empty() && options.format == Format::latex) missing_ = "--";
-    if (missing_.empty() && options.format == Format::tsv) missing_ = "NaN";
+    missing_ = options.missing.empty() ? default_missing(options.format) : options.missing;
   }
 
   const std::string& missing() const { return missing_; }
@@ -258,28 +259,19 @@ std::string section_title(const TabulateOptions& options, const Style& style, co
   return join(parts, ", ");
 }
 
-std::string render_pivot(const ResultTable& table, const TabulateOptions& options) {
-  const Style style(options);
-  require_columns(table, options.rows, "--rows");
-  require_columns(table, options.cols, "--cols");
-  require_columns(table, options.sections, "--sections");
-  const auto cell_name = cell_column(table, options);
-  const auto se_name = se_column(table, options, cell_name);
-  require_columns(table, {cell_name}, "--cell");
-  if (!se_name.empty()) require_columns(table, {se_name}, "--se");
-  const auto& cell = table.column(cell_name);
-  if (!cell.numeric()) throw UsageError("column '" + cell_name + "' (--cell) holds strings, not numbers");
-  const Column* se = se_name.empty() ? nullptr : &table.column(se_name);
-  if (se && !se->numeric()) throw UsageError("column '" + se_name + "' (--se) holds strings, not numbers");
-
-  const auto pivot = make_pivot(table, options, style);
+/// A pivot ready to print: the table, its cell and ± columns, the printed rows and column headers.
+struct PivotView {
+  const ResultTable& table;
+  const TabulateOptions& options;
+  const Style& style;
+  const Column& cell;
+  const Column* se;  // null: no ± column
+  std::string se_name;
+  Pivot pivot;
   std::vector<std::string> col_headers;
-  for (const auto& tuple : pivot.cols) {
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < tuple.size(); ++i) parts.push_back(style.label(options.cols[i], tuple[i]));
-    col_headers.push_back(join(parts, " "));
-  }
-  auto row_mean = [&](const PrintedRow& row) {
+
+  /// The mean of a printed row's present cells (NaN for none).
+  double row_mean(const PrintedRow& row) const {
     double sum = 0;
     int n = 0;
     for (size_t r : row.cells)
@@ -288,129 +280,285 @@ std::string render_pivot(const ResultTable& table, const TabulateOptions& option
         ++n;
       }
     return n ? sum / n : std::nan("");
-  };
-
-  std::ostringstream out;
-  if (options.format == Format::csv || options.format == Format::tsv) {
-    const bool tsv = options.format == Format::tsv;
-    std::vector<std::string> header;
-    for (const auto& name : options.sections) header.push_back(name);
-    for (const auto& name : options.rows) header.push_back(name);
-    for (const auto& h : col_headers) {
-      header.push_back(h);
-      if (se) header.push_back(h + "_" + se_name);
-    }
-    if (options.row_mean) header.push_back("mean");
-    std::vector<std::vector<std::string>> lines;
-    for (const auto& row : pivot.rows) {
-      std::vector<std::string> fields = row.section;
-      fields.insert(fields.end(), row.keys.begin(), row.keys.end());
-      for (size_t r : row.cells) {
-        fields.push_back(r == std::string::npos ? style.missing() : style.number(cell, r, false));
-        if (se) fields.push_back(r == std::string::npos ? style.missing() : style.number(*se, r, false));
-      }
-      if (options.row_mean) fields.push_back(style.number(row_mean(row)));
-      lines.push_back(fields);
-    }
-    if (tsv) {
-      for (auto& h : header) h = escape_tsv(h);
-      out << "# " << join(header, "\t") << "\n";
-      for (auto& fields : lines) {
-        for (auto& f : fields) f = escape_tsv(f);
-        out << join(fields, "\t") << "\n";
-      }
-    } else {
-      auto quote = [](const std::string& f) {
-        if (f.find_first_of(",\"\n\r") == std::string::npos) return f;
-        std::string q = "\"";
-        for (char c : f) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-        return q + "\"";
-      };
-      for (auto& h : header) h = quote(h);
-      out << join(header, ",") << "\n";
-      for (auto& fields : lines) {
-        for (auto& f : fields) f = quote(f);
-        out << join(fields, ",") << "\n";
-      }
-    }
-    return out.str();
   }
+};
 
-  // Markdown and LaTeX.
-  const bool latex = options.format == Format::latex;
-  auto escape = [latex](const std::string& text) { return latex ? escape_latex(text) : escape_markdown(text); };
-  auto cell_text = [&](size_t r) {
-    if (r == std::string::npos || cell.missing(r)) return escape(style.missing());
-    const bool whole = matches(table, options.whole, r);
-    const bool plain = whole || matches(table, options.plain, r);
-    std::string text = style.number(cell, r, options.signed_numbers && !plain, whole);
-    const bool with_se = se && !plain && !se->missing(r);
-    if (latex) return "$" + text + (with_se ? "\\pm " + style.number(*se, r, false) : "") + "$";
-    return text + (with_se ? " \u00b1 " + style.number(*se, r, false) : "");
-  };
-  std::vector<std::string> header;
-  for (const auto& name : options.rows) header.push_back(escape(style.header(name)));
-  for (const auto& h : col_headers) header.push_back(escape(h));
-  if (options.row_mean) header.push_back(escape(style.header("mean")));
-  const size_t width = header.size();
-  const size_t key_width = options.rows.size();
+const Column& numeric_column(const ResultTable& table, const std::string& name, const std::string& option) {
+  require_columns(table, {name}, option);
+  const auto& column = table.column(name);
+  if (!column.numeric()) throw UsageError("column '" + name + "' (" + option + ") holds strings, not numbers");
+  return column;
+}
 
-  std::vector<std::string> lines;
-  auto emit = [&](const std::vector<std::string>& fields) {
-    lines.push_back(latex ? join(fields, " & ") + " \\\\" : "| " + join(fields, " | ") + " |");
+PivotView make_view(const ResultTable& table, const TabulateOptions& options, const Style& style) {
+  require_columns(table, options.rows, "--rows");
+  require_columns(table, options.cols, "--cols");
+  require_columns(table, options.sections, "--sections");
+  const auto cell_name = cell_column(table, options);
+  const auto se_name = se_column(table, options, cell_name);
+  const Column& cell = numeric_column(table, cell_name, "--cell");
+  const Column* se = se_name.empty() ? nullptr : &numeric_column(table, se_name, "--se");
+  PivotView view{table, options, style, cell, se, se_name, make_pivot(table, options, style), {}};
+  for (const auto& tuple : view.pivot.cols) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < tuple.size(); ++i) parts.push_back(style.label(options.cols[i], tuple[i]));
+    view.col_headers.push_back(join(parts, " "));
+  }
+  return view;
+}
+
+// --- the data formats (CSV, TSV): one field a value, full precision ---------------------------
+
+/// How a data format writes its lines: before the header, between fields, each field.
+struct Delimited {
+  const char* header_prefix;
+  const char* separator;
+  std::string (*field)(const std::string& text);
+};
+
+std::string quote_csv(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (char c : field) quoted += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+const Delimited kCsv{"", ",", quote_csv};
+const Delimited kTsv{"# ", "\t", [](const std::string& text) { return escape_tsv(text); }};
+
+std::string write_delimited(const Delimited& format, const std::vector<std::string>& header,
+                            const std::vector<std::vector<std::string>>& lines) {
+  auto line = [&](const std::vector<std::string>& fields) {
+    std::vector<std::string> written;
+    for (const auto& field : fields) written.push_back(format.field(field));
+    return join(written, format.separator) + "\n";
   };
-  if (latex) {
-    lines.push_back("\\begin{tabular}{" + std::string(key_width, 'l') + std::string(width - key_width, 'r') + "}");
-    lines.push_back("\\toprule");
+  std::string out = format.header_prefix + line(header);
+  for (const auto& fields : lines) out += line(fields);
+  return out;
+}
+
+/// A pivot as data: section and row keys, then each printed column (and its ± column).
+std::string delimited_pivot(const PivotView& view, const Delimited& format) {
+  const auto& options = view.options;
+  std::vector<std::string> header = options.sections;
+  header.insert(header.end(), options.rows.begin(), options.rows.end());
+  for (const auto& h : view.col_headers) {
+    header.push_back(h);
+    if (view.se) header.push_back(h + "_" + view.se_name);
   }
-  emit(header);
-  if (latex) {
-    lines.push_back("\\midrule");
-  } else {
-    std::vector<std::string> rule;
-    for (size_t i = 0; i < width; ++i) rule.push_back(i < key_width ? ":---" : "---:");
-    emit(rule);
-  }
-  const PrintedRow* previous = nullptr;
-  for (const auto& row : pivot.rows) {
-    const bool new_section = !options.sections.empty() && (!previous || previous->section != row.section);
-    if (new_section) {
-      const auto title = escape(section_title(options, style, row.section));
-      if (latex) {
-        if (previous) lines.push_back("\\midrule");
-        lines.push_back("\\multicolumn{" + std::to_string(width) + "}{l}{" + title + "} \\\\");
-      } else {
-        std::vector<std::string> fields{"**" + title + "**"};
-        fields.resize(width, "");
-        emit(fields);
-      }
-      previous = nullptr;
+  if (options.row_mean) header.push_back("mean");
+  std::vector<std::vector<std::string>> lines;
+  for (const auto& row : view.pivot.rows) {
+    std::vector<std::string> fields = row.section;
+    fields.insert(fields.end(), row.keys.begin(), row.keys.end());
+    for (size_t r : row.cells) {
+      fields.push_back(r == std::string::npos ? view.style.missing() : view.style.number(view.cell, r, false));
+      if (view.se) fields.push_back(r == std::string::npos ? view.style.missing() : view.style.number(*view.se, r, false));
     }
+    if (options.row_mean) fields.push_back(view.style.number(view.row_mean(row)));
+    lines.push_back(fields);
+  }
+  return write_delimited(format, header, lines);
+}
+
+std::string tsv_flat(const ResultTable& table, const Style& style) {
+  std::vector<std::vector<std::string>> lines;
+  for (size_t r = 0; r < table.rows(); ++r) {
     std::vector<std::string> fields;
-    bool same_prefix = previous != nullptr;
-    for (size_t i = 0; i < row.keys.size(); ++i) {
-      same_prefix = same_prefix && previous->keys[i] == row.keys[i];
-      const bool blank = same_prefix && i + 1 < row.keys.size();  // outer keys print once
-      fields.push_back(blank ? "" : escape(style.label(options.rows[i], row.keys[i])));
-    }
-    for (size_t r : row.cells) fields.push_back(cell_text(r));
-    if (options.row_mean) {
-      const double mean = row_mean(row);
-      fields.push_back(latex && !std::isnan(mean) ? "$" + style.number(mean) + "$" : escape(style.number(mean)));
-    }
-    emit(fields);
-    previous = &row;
+    for (const auto& c : table.columns()) fields.push_back(c.numeric() ? style.number(c, r, false) : c.text(r));
+    lines.push_back(fields);
   }
-  if (latex) {
-    lines.push_back("\\bottomrule");
-    lines.push_back("\\end{tabular}");
-  }
+  return write_delimited(kTsv, table.names(), lines);
+}
+
+std::string csv_flat(const ResultTable& table, const Style&) {
+  std::ostringstream out;
+  write_csv(out, table);
+  return out.str();
+}
+
+// --- the text formats (Markdown, LaTeX): labels, headers, fixed decimals ----------------------
+
+/// How a text format marks a table up.
+struct Markup {
+  std::string (*escape)(const std::string& text);
+  /// A cell's number, with its ± se ("": none).
+  std::string (*number)(const std::string& value, const std::string& se);
+  std::string (*row)(const std::vector<std::string>& fields);
+  /// The lines before the header and right after it; `align` holds 'l' or 'r' per column.
+  std::vector<std::string> (*begin)(const std::string& align);
+  std::vector<std::string> (*after_header)(const std::string& align);
+  /// A section's title row over `width` columns; `first`: no section before it.
+  std::vector<std::string> (*section)(const std::string& title, size_t width, bool first);
+  std::vector<std::string> end;
+};
+
+std::string markdown_row(const std::vector<std::string>& fields) { return "| " + join(fields, " | ") + " |"; }
+std::string latex_row(const std::vector<std::string>& fields) { return join(fields, " & ") + " \\\\"; }
+
+const Markup kMarkdown{
+    escape_markdown,
+    [](const std::string& value, const std::string& se) { return value + (se.empty() ? "" : " \u00b1 " + se); },
+    markdown_row,
+    [](const std::string&) { return std::vector<std::string>{}; },
+    [](const std::string& align) {
+      std::vector<std::string> rule;
+      for (const char a : align) rule.push_back(a == 'l' ? ":---" : "---:");
+      return std::vector<std::string>{markdown_row(rule)};
+    },
+    [](const std::string& title, size_t width, bool) {
+      std::vector<std::string> fields{"**" + title + "**"};
+      fields.resize(width, "");
+      return std::vector<std::string>{markdown_row(fields)};
+    },
+    {}};
+
+const Markup kLatex{
+    escape_latex,
+    [](const std::string& value, const std::string& se) { return "$" + value + (se.empty() ? "" : "\\pm " + se) + "$"; },
+    latex_row,
+    [](const std::string& align) { return std::vector<std::string>{"\\begin{tabular}{" + align + "}", "\\toprule"}; },
+    [](const std::string&) { return std::vector<std::string>{"\\midrule"}; },
+    [](const std::string& title, size_t width, bool first) {
+      std::vector<std::string> lines;
+      if (!first) lines.push_back("\\midrule");
+      lines.push_back("\\multicolumn{" + std::to_string(width) + "}{l}{" + title + "} \\\\");
+      return lines;
+    },
+    {"\\bottomrule", "\\end{tabular}"}};
+
+/// Lines of a marked-up table: the begin lines, the header, the rule, `body`, the end lines.
+std::string marked_up(const Markup& markup, const std::string& align, const std::vector<std::string>& header,
+                      const std::vector<std::string>& body) {
+  std::vector<std::string> lines = markup.begin(align);
+  lines.push_back(markup.row(header));
+  for (auto& line : markup.after_header(align)) lines.push_back(std::move(line));
+  lines.insert(lines.end(), body.begin(), body.end());
+  lines.insert(lines.end(), markup.end.begin(), markup.end.end());
   return join(lines, "\n") + "\n";
 }
 
+/// One printed row of a marked-up pivot: its keys (outer keys once), its cells, its mean.
+std::vector<std::string> marked_up_row(const PivotView& view, const Markup& markup, const PrintedRow& row,
+                                       const PrintedRow* previous) {
+  const auto& options = view.options;
+  const auto& style = view.style;
+  std::vector<std::string> fields;
+  bool same_prefix = previous != nullptr;
+  for (size_t i = 0; i < row.keys.size(); ++i) {
+    same_prefix = same_prefix && previous->keys[i] == row.keys[i];
+    const bool blank = same_prefix && i + 1 < row.keys.size();  // outer keys print once
+    fields.push_back(blank ? "" : markup.escape(style.label(options.rows[i], row.keys[i])));
+  }
+  for (size_t r : row.cells) {
+    if (r == std::string::npos || view.cell.missing(r)) {
+      fields.push_back(markup.escape(style.missing()));
+      continue;
+    }
+    const bool whole = matches(view.table, options.whole, r);
+    const bool plain = whole || matches(view.table, options.plain, r);
+    const std::string value = style.number(view.cell, r, options.signed_numbers && !plain, whole);
+    const bool with_se = view.se && !plain && !view.se->missing(r);
+    fields.push_back(markup.number(value, with_se ? style.number(*view.se, r, false) : ""));
+  }
+  if (options.row_mean) {
+    const double mean = view.row_mean(row);
+    fields.push_back(std::isnan(mean) ? markup.escape(style.number(mean)) : markup.number(style.number(mean), ""));
+  }
+  return fields;
+}
+
+std::string marked_up_pivot(const PivotView& view, const Markup& markup) {
+  const auto& options = view.options;
+  std::vector<std::string> header;
+  for (const auto& name : options.rows) header.push_back(markup.escape(view.style.header(name)));
+  for (const auto& h : view.col_headers) header.push_back(markup.escape(h));
+  if (options.row_mean) header.push_back(markup.escape(view.style.header("mean")));
+  const std::string align = std::string(options.rows.size(), 'l') + std::string(header.size() - options.rows.size(), 'r');
+  std::vector<std::string> body;
+  const PrintedRow* previous = nullptr;
+  bool first_section = true;
+  for (const auto& row : view.pivot.rows) {
+    if (!options.sections.empty() && (!previous || previous->section != row.section)) {
+      const auto title = markup.escape(section_title(options, view.style, row.section));
+      for (auto& line : markup.section(title, header.size(), first_section)) body.push_back(std::move(line));
+      first_section = false;
+      previous = nullptr;
+    }
+    body.push_back(markup.row(marked_up_row(view, markup, row, previous)));
+    previous = &row;
+  }
+  return marked_up(markup, align, header, body);
+}
+
+std::string marked_up_flat(const ResultTable& table, const TabulateOptions& options, const Style& style,
+                           const Markup& markup) {
+  std::vector<std::string> header, body;
+  std::string align;
+  for (const auto& c : table.columns()) {
+    header.push_back(markup.escape(style.header(c.name)));
+    align += c.numeric() ? 'r' : 'l';
+  }
+  for (size_t r = 0; r < table.rows(); ++r) {
+    std::vector<std::string> fields;
+    for (const auto& c : table.columns()) {
+      if (c.numeric() && c.role == Role::value) fields.push_back(markup.escape(style.number(c, r, options.signed_numbers)));
+      else fields.push_back(markup.escape(style.label(c.name, c.text(r))));
+    }
+    body.push_back(markup.row(fields));
+  }
+  return marked_up(markup, align, header, body);
+}
+
+// --- the formats ---------------------------------------------------------------------------
+
+/// One output format: its names (the first is the one lists show), the text of a missing cell,
+/// whether it shows labels, headers and fixed decimals, and its renderers of a pivot and of a table
+/// as it is.
+struct FormatEntry {
+  Format format;
+  std::vector<std::string> names;  // the first is the one --help lists; at most one other spelling
+  const char* extension;           // an output file's extension that selects the format
+  const char* missing;
+  bool text;
+  std::string (*pivot)(const PivotView& view);
+  std::string (*flat)(const ResultTable& table, const TabulateOptions& options, const Style& style);
+};
+
+const std::vector<FormatEntry>& formats() {
+  static const std::vector<FormatEntry> table = {
+      {Format::markdown, {"md", "markdown"}, "md", "\u2013", true,
+       [](const PivotView& view) { return marked_up_pivot(view, kMarkdown); },
+       [](const ResultTable& t, const TabulateOptions& o, const Style& s) { return marked_up_flat(t, o, s, kMarkdown); }},
+      {Format::csv, {"csv"}, "csv", "", false, [](const PivotView& view) { return delimited_pivot(view, kCsv); },
+       [](const ResultTable& t, const TabulateOptions&, const Style& s) { return csv_flat(t, s); }},
+      {Format::latex, {"latex", "tex"}, "tex", "--", true,
+       [](const PivotView& view) { return marked_up_pivot(view, kLatex); },
+       [](const ResultTable& t, const TabulateOptions& o, const Style& s) { return marked_up_flat(t, o, s, kLatex); }},
+      {Format::tsv, {"tsv"}, "tsv", "NaN", false, [](const PivotView& view) { return delimited_pivot(view, kTsv); },
+       [](const ResultTable& t, const TabulateOptions&, const Style& s) { return tsv_flat(t, s); }},
+  };
+  return table;
+}
+
+const FormatEntry& entry_of(Format format) {
+  for (const auto& entry : formats())
+    if (entry.format == format) return entry;
+  throw std::logic_error("tabulate: a Format without its row in formats()");
+}
+
+bool is_text_format(Format format) { return entry_of(format).text; }
+const char* default_missing(Format format) { return entry_of(format).missing; }
+
+std::string render_pivot(const ResultTable& table, const TabulateOptions& options) {
+  const Style style(options);
+  return entry_of(options.format).pivot(make_view(table, options, style));
+}
+
+/// The table as it is, its rows sorted stably by the --order columns (in the order named).
 std::string render_flat(const ResultTable& input, const TabulateOptions& options) {
   const Style style(options);
-  // Sort rows by the ordered columns (in the order the options name them), stably.
   std::vector<std::string> ordered;
   for (const auto& [name, values] : options.order) ordered.push_back(name);
   require_columns(input, ordered, "--order");
@@ -422,75 +570,26 @@ std::string render_flat(const ResultTable& input, const TabulateOptions& options
       return order.ranks(tuple_of(input, ordered, a)) < order.ranks(tuple_of(input, ordered, b));
     });
   }
-  const auto table = input.take(rows);
-  std::ostringstream out;
-  if (options.format == Format::csv) {
-    write_csv(out, table);
-    return out.str();
-  }
-  if (options.format == Format::tsv) {
-    std::vector<std::string> header;
-    for (const auto& name : table.names()) header.push_back(escape_tsv(name));
-    out << "# " << join(header, "\t") << "\n";
-    for (size_t r = 0; r < table.rows(); ++r) {
-      std::vector<std::string> fields;
-      for (const auto& c : table.columns()) fields.push_back(c.numeric() ? style.number(c, r, false) : escape_tsv(c.text(r)));
-      out << join(fields, "\t") << "\n";
-    }
-    return out.str();
-  }
-  const bool latex = options.format == Format::latex;
-  auto escape = [latex](const std::string& text) { return latex ? escape_latex(text) : escape_markdown(text); };
-  std::vector<std::string> lines, header, rule;
-  for (const auto& c : table.columns()) {
-    header.push_back(escape(style.header(c.name)));
-    rule.push_back(c.numeric() ? "---:" : ":---");
-  }
-  auto emit = [&](const std::vector<std::string>& fields) {
-    lines.push_back(latex ? join(fields, " & ") + " \\\\" : "| " + join(fields, " | ") + " |");
-  };
-  if (latex) {
-    std::string align;
-    for (const auto& c : table.columns()) align += c.numeric() ? 'r' : 'l';
-    lines.push_back("\\begin{tabular}{" + align + "}");
-    lines.push_back("\\toprule");
-  }
-  emit(header);
-  if (latex) lines.push_back("\\midrule");
-  else emit(rule);
-  for (size_t r = 0; r < table.rows(); ++r) {
-    std::vector<std::string> fields;
-    for (const auto& c : table.columns()) {
-      if (c.numeric() && c.role == Role::value) fields.push_back(escape(style.number(c, r, options.signed_numbers)));
-      else fields.push_back(escape(style.label(c.name, c.text(r))));
-    }
-    emit(fields);
-  }
-  if (latex) {
-    lines.push_back("\\bottomrule");
-    lines.push_back("\\end{tabular}");
-  }
-  return join(lines, "\n") + "\n";
+  return entry_of(options.format).flat(input.take(rows), options, style);
 }
 
 }  // namespace
 
 const std::vector<FormatName>& format_names() {
-  static const std::vector<FormatName> list = {
-      {Format::markdown, "md", "markdown", "md"},
-      {Format::csv, "csv", "", "csv"},
-      {Format::latex, "latex", "tex", "tex"},
-      {Format::tsv, "tsv", "", "tsv"},
-  };
+  static const std::vector<FormatName> list = [] {
+    std::vector<FormatName> names;
+    for (const auto& entry : formats())
+      names.push_back({entry.format, entry.names.front(), entry.names.size() > 1 ? entry.names[1] : "", entry.extension});
+    return names;
+  }();
   return list;
 }
 
 Format parse_format(const std::string& name) {
+  for (const auto& entry : formats())
+    if (std::find(entry.names.begin(), entry.names.end(), name) != entry.names.end()) return entry.format;
   std::vector<std::string> names;
-  for (const auto& entry : format_names()) {
-    if (name == entry.name || (!entry.alias.empty() && name == entry.alias)) return entry.format;
-    names.push_back(entry.name);
-  }
+  for (const auto& entry : format_names()) names.push_back(entry.name);
   throw UsageError("unknown format '" + name + "'", "formats: " + join(names, ", "));
 }
 

@@ -25,7 +25,8 @@ struct FormatName {
   std::string name, alias, extension;
 };
 
-/// The text formats, in --help order: md (markdown, .md), csv (.csv), latex (tex, .tex), tsv (.tsv).
+/// The text formats, in --help order: md (markdown, .md), csv (.csv), latex (tex, .tex), tsv (.tsv),
+/// read from the one table of formats in tabulate.cpp (names, renderers, missing-cell text).
 /// sg-tabulate's --format list, its choices and its choice by extension all come from here.
 const std::vector<FormatName>& format_names();
 

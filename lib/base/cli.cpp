@@ -87,6 +87,13 @@ void Parser::renamed(const std::string& old_name, const std::string& new_name) {
 void Parser::flag(const std::string& names, bool& value, const std::string& help) {
   last_ = app_->add_flag(names, value, help);
 }
+void Parser::evaluation_batches(int64_t& batches, int64_t& batch_size, int64_t& context, int64_t& eval_seed) {
+  option("--batches", batches, "evaluation batches (the same in sg-inject and sg-probe)");
+  option("--batch-size", batch_size, "sequences per batch");
+  option("--context", context, "tokens per sequence (0: min(512, the model's context))");
+  option("--eval-seed", eval_seed, "validation stream of the batches (-1: the run's eval_seed)");
+}
+
 void Parser::choices(const std::vector<std::string>& allowed) {
   if (last_) as_option(last_)->check(CLI::IsMember(allowed));
 }

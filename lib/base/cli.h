@@ -68,6 +68,10 @@ class Parser {
   /// An old spelling of an option that still works for one release: "--tokenizer X" is read as
   /// "--vocab X" with a warning naming the new spelling. Not shown in --help.
   void renamed(const std::string& old_name, const std::string& new_name);
+  /// The fixed evaluation batches that sg-inject and sg-probe share (instruments/injection.h,
+  /// evaluation_batches): --batches, --batch-size, --context (0: min(512, the model's context)) and
+  /// --eval-seed (-1: the run's eval_seed), registered alike in both tools.
+  void evaluation_batches(int64_t& batches, int64_t& batch_size, int64_t& context, int64_t& eval_seed);
   /// Restricts the last registered option to these values.
   void choices(const std::vector<std::string>& allowed);
   /// Text shown after the options in --help (environment variables, notes).

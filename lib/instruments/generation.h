@@ -14,7 +14,7 @@
 #include <functional>
 #include <vector>
 
-#include "lib/model/language_model.h"
+#include "lib/hf/language_model.h"
 
 namespace sg {
 

@@ -106,6 +106,51 @@ std::vector<Batch> evaluation_batches(const TokenFile& tokens, int64_t eval_seed
   return out;
 }
 
+namespace {
+
+/// The exposure pass (Table 9): the quiet and phantom shares of each layer's attention, and of all
+/// layers, per cutoff, on a clean pass over `batches` with explicit attention weights.
+std::vector<Exposure> measure_exposure(GPTImpl& model, int64_t layers, const std::vector<Batch>& batches,
+                                       const std::vector<Cutoff>& cutoffs, int64_t skip) {
+  std::vector<Exposure> exposure;
+  std::vector<std::vector<ExposureSums>> sums(cutoffs.size(), std::vector<ExposureSums>(layers));
+  auto hooks = std::make_shared<AttentionHooks>();
+  hooks->telemetry = [&](int64_t l, const AttentionTelemetry& record) {
+    for (size_t c = 0; c < cutoffs.size(); ++c) {
+      const auto [quiet, phantom] =
+          exposure_shares(record.weights, record.phantom_mass, record.read_norms, cutoffs[c], skip);
+      const auto quiet_reads = quiet_mask(record.read_norms.narrow(2, skip, record.read_norms.size(2) - skip),
+                                          cutoffs[c]);
+      auto& cell = sums[c].at(l);
+      cell.quiet += quiet.sum().item<double>();
+      cell.phantom += phantom.defined() ? phantom.sum().item<double>() : std::nan("");
+      cell.rows += quiet.numel();
+      cell.quiet_reads += quiet_reads.sum().item<int64_t>();
+      cell.reads += quiet_reads.numel();
+    }
+  };
+  model.set_hooks(hooks);
+  for (const auto& batch : batches) model.hidden(batch.inputs);
+  model.set_hooks(nullptr);
+  for (size_t c = 0; c < cutoffs.size(); ++c) {
+    Exposure all{cutoffs[c], -1};
+    for (int64_t l = 0; l < layers; ++l) {
+      const auto& cell = sums[c][l];
+      Exposure layer{cutoffs[c], l, cell.quiet / static_cast<double>(cell.rows),
+                     cell.phantom / static_cast<double>(cell.rows), cell.quiet_reads, cell.reads};
+      all.quiet_mass += layer.quiet_mass / static_cast<double>(layers);
+      all.phantom_mass += layer.phantom_mass / static_cast<double>(layers);
+      all.quiet += layer.quiet;
+      all.reads += layer.reads;
+      exposure.push_back(layer);
+    }
+    exposure.push_back(all);
+  }
+  return exposure;
+}
+
+}  // namespace
+
 InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile& tokens, const InjectionOptions& options) {
   if (options.batches < 1) throw UsageError("--batches must be at least 1");
   if (options.batch_size < 1) throw UsageError("--batch-size must be at least 1");
@@ -153,40 +198,7 @@ InjectionResult inject(GPTImpl& model, const RunConfig& config, const TokenFile&
   report("clean loss " + std::to_string(result.clean_loss));
 
   if (options.exposure) {
-    const int64_t layers = config.model.n_layer;
-    std::vector<std::vector<ExposureSums>> sums(options.cutoffs.size(), std::vector<ExposureSums>(layers));
-    auto hooks = std::make_shared<AttentionHooks>();
-    hooks->telemetry = [&](int64_t l, const AttentionTelemetry& record) {
-      for (size_t c = 0; c < options.cutoffs.size(); ++c) {
-        const auto [quiet, phantom] =
-            exposure_shares(record.weights, record.phantom_mass, record.read_norms, options.cutoffs[c], skip);
-        const auto quiet_reads = quiet_mask(record.read_norms.narrow(2, skip, record.read_norms.size(2) - skip),
-                                            options.cutoffs[c]);
-        auto& cell = sums[c].at(l);
-        cell.quiet += quiet.sum().item<double>();
-        cell.phantom += phantom.defined() ? phantom.sum().item<double>() : std::nan("");
-        cell.rows += quiet.numel();
-        cell.quiet_reads += quiet_reads.sum().item<int64_t>();
-        cell.reads += quiet_reads.numel();
-      }
-    };
-    model.set_hooks(hooks);
-    for (int64_t k = 0; k < options.batches; ++k) model.hidden(batches[k].inputs);
-    model.set_hooks(nullptr);
-    for (size_t c = 0; c < options.cutoffs.size(); ++c) {
-      Exposure all{options.cutoffs[c], -1};
-      for (int64_t l = 0; l < layers; ++l) {
-        const auto& cell = sums[c][l];
-        Exposure layer{options.cutoffs[c], l, cell.quiet / static_cast<double>(cell.rows),
-                       cell.phantom / static_cast<double>(cell.rows), cell.quiet_reads, cell.reads};
-        all.quiet_mass += layer.quiet_mass / static_cast<double>(layers);
-        all.phantom_mass += layer.phantom_mass / static_cast<double>(layers);
-        all.quiet += layer.quiet;
-        all.reads += layer.reads;
-        result.exposure.push_back(layer);
-      }
-      result.exposure.push_back(all);
-    }
+    result.exposure = measure_exposure(model, config.model.n_layer, batches, options.cutoffs, skip);
     report("exposure");
   }
 

@@ -16,6 +16,7 @@
 #include "lib/instruments/injection.h"
 #include "lib/instruments/survey.h"
 #include "lib/model/runtime.h"
+#include "lib/text/unicode.h"
 
 namespace sg {
 namespace {

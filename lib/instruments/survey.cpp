@@ -11,10 +11,10 @@
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/hf/pretrained.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/model.h"
-#include "lib/model/pretrained.h"
 #include "lib/model/runtime.h"
 #include "lib/text/tokenizer.h"
 

@@ -61,9 +61,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/hf/language_model.h"
 #include "lib/io/results.h"
 #include "lib/model/attention.h"
-#include "lib/model/language_model.h"
 
 namespace sg {
 

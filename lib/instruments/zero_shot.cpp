@@ -15,13 +15,10 @@
 #include "lib/base/json.h"
 #include "lib/model/tensors.h"
 #include "lib/text/python_string.h"
+#include "lib/text/unicode.h"
 
 namespace sg {
 
-const std::vector<std::string>& evaluation_task_names() {
-  static const std::vector<std::string> names = {"val", "lambada", "hellaswag", "wikitext"};
-  return names;
-}
 namespace {
 
 using json = nlohmann::json;

@@ -38,16 +38,11 @@
 #include <string>
 #include <vector>
 
+#include "lib/hf/language_model.h"
 #include "lib/io/results.h"
-#include "lib/model/language_model.h"
 #include "lib/text/token_file.h"
 
 namespace sg {
-
-/// The tasks sg-eval scores, in --help order: "val" (the validation loss on a token file), then the
-/// zero-shot tasks of this module: "lambada", "hellaswag", "wikitext". Every --task list and hint
-/// is this one.
-const std::vector<std::string>& evaluation_task_names();
 
 // ---- the task files ----
 

@@ -1,4 +1,5 @@
-// h5.cpp — the HDF5 C API behind h5.h. The only translation unit that includes hdf5.h.
+// h5.cpp — the HDF5 C API behind h5.h (with h5_api and h5_structure, the only modules that include
+// HDF5 headers).
 #include "lib/io/h5.h"
 
 #include <algorithm>
@@ -9,7 +10,6 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <hdf5.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,7 +26,9 @@
 #include "lib/base/paths.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/checksum.h"
+#include "lib/io/h5_api.h"
 #include "lib/io/h5_headers.h"
+#include "lib/io/h5_structure.h"
 #include "sg/version.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "h5.h stores hid_t as int64_t (HDF5 >= 1.10)");
@@ -36,56 +38,6 @@ namespace {
 
 // POSIX rather than std::filesystem: the torch wheel's libtorch.so exports its own copies of
 // std::filesystem functions, some of which crash when they bind instead of libstdc++'s.
-
-/// Silences HDF5's automatic error printing (per thread: the library is built thread-safe), and
-/// keeps HDF5 from closing, at exit, files that our own code did not close: a Writer abandoned on
-/// an error (a full disk) holds a file whose flush can only fail, and the library's exit-time
-/// close of it crashed the process (SIGSEGV in H5F__close_cb) after the error was reported.
-/// Every file that must reach the disk is closed explicitly (Writer::commit), so nothing is lost.
-void init() {
-  thread_local bool done = false;
-  if (done) return;
-  static const bool no_atexit = [] { return H5dont_atexit() >= 0; }();  // before the library starts
-  (void)no_atexit;
-  H5open();
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  done = true;
-}
-
-herr_t collect_error(unsigned, const H5E_error2_t* error, void* data) {
-  auto* messages = static_cast<std::vector<std::string>*>(data);
-  if (error->desc && *error->desc) messages->push_back(error->desc);
-  return 0;
-}
-
-/// The current HDF5 error stack as one line (API-level message: innermost cause), then cleared.
-std::string hdf5_message() {
-  std::vector<std::string> messages;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &messages);
-  H5Eclear2(H5E_DEFAULT);
-  if (messages.empty()) return "HDF5 error";
-  // A failed system call: HDF5's long description ("file write failed: time = …, errno = 28,
-  // error message = 'No space left on device', …") said as the system's message alone.
-  for (const auto& message : messages) {
-    const auto at = message.find("error message = '");
-    if (at == std::string::npos) continue;
-    const auto begin = at + 17, end = message.find('\'', begin);
-    if (end != std::string::npos) {
-      std::string reason = message.substr(begin, end - begin);
-      if (!reason.empty()) reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
-      return reason;
-    }
-  }
-  if (messages.size() == 1 || messages.front() == messages.back()) return messages.front();
-  return messages.front() + ": " + messages.back();
-}
-
-[[noreturn]] void fail_input(const std::string& file, const std::string& what) {
-  throw InputError(file + ": " + what + " (" + hdf5_message() + ")");
-}
-[[noreturn]] void fail_output(const std::string& file, const std::string& what) {
-  throw OutputError(file + ": " + what + " (" + hdf5_message() + ")");
-}
 
 /// Refuses to follow an external link wherever one is met despite the structure check (an
 /// object opened by a path through one): HDF5 would open the other file (or block on a FIFO).
@@ -109,25 +61,6 @@ hid_t group_access() {
   static const hid_t list = no_external_links(H5P_GROUP_ACCESS);
   return list;
 }
-
-/// A temporary HDF5 identifier (type, dataspace, property list, attribute) closed on scope exit.
-class Id {
- public:
-  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~Id() {
-    if (id_ >= 0) close_(id_);
-  }
-  Id(const Id&) = delete;
-  Id& operator=(const Id&) = delete;
-  Id(Id&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
-  Id& operator=(Id&&) = delete;
-  operator hid_t() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
 
 /// Keeps an object's attributes, and a group's first kMaxCompactLinks links, in its object header,
 /// whose checksum the library verifies: past 8 of either HDF5 moves them to a fractal heap, and
@@ -796,6 +729,20 @@ Dataset create_dataset(Group& group, const std::string& path, hid_t type, hid_t 
   if (id < 0) fail_output(group.file(), "cannot create dataset " + full);
   return wrap(id, full);
 }
+
+/// A checksummed vector of `count` 8-byte numbers: of type `stored` in the file, `memory` in `data`.
+Dataset write_numbers(Group& group, const std::string& path, hid_t stored, hid_t memory, const void* data, size_t count,
+                      const std::function<Dataset(hid_t, const std::string&)>& wrap) {
+  init();
+  const hsize_t dims[1] = {count};
+  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  Id layout = checksummed_layout({dims[0]}, 8);
+  auto dataset = create_dataset(group, path, stored, space, layout, wrap);
+  if (count > 0 && H5Dwrite(dataset.id(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    fail_output(group.file(), "cannot write dataset " + dataset.path());
+  store_checksum(dataset, crc32c(data, count * 8));
+  return dataset;
+}
 }  // namespace
 
 Dataset Group::write_array(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape,
@@ -839,29 +786,13 @@ Dataset Group::write_strings(const std::string& path, const std::vector<std::str
 }
 
 Dataset Group::write_doubles(const std::string& path, const std::vector<double>& values) {
-  init();
-  const hsize_t dims[1] = {values.size()};
-  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  Id layout = checksummed_layout({dims[0]}, 8);
-  auto dataset = create_dataset(*this, path, H5T_IEEE_F64LE, space, layout,
-                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
-  if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
-    fail_output(file_, "cannot write dataset " + dataset.path());
-  store_checksum(dataset, crc32c(values.data(), values.size() * sizeof(double)));
-  return dataset;
+  return write_numbers(*this, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(), values.size(),
+                       [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
 }
 
 Dataset Group::write_ints(const std::string& path, const std::vector<int64_t>& values) {
-  init();
-  const hsize_t dims[1] = {values.size()};
-  Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  Id layout = checksummed_layout({dims[0]}, 8);
-  auto dataset = create_dataset(*this, path, H5T_STD_I64LE, space, layout,
-                                [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
-  if (!values.empty() && H5Dwrite(dataset.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
-    fail_output(file_, "cannot write dataset " + dataset.path());
-  store_checksum(dataset, crc32c(values.data(), values.size() * sizeof(int64_t)));
-  return dataset;
+  return write_numbers(*this, path, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(), values.size(),
+                       [&](hid_t id, const std::string& name) { return Dataset(id, file_, name); });
 }
 
 Dataset Group::create_extendable(const std::string& path, Dtype dtype, int64_t chunk) {
@@ -1295,276 +1226,6 @@ void Dataset::append(const std::vector<int32_t>& values) {
 void Dataset::append(const std::vector<int64_t>& values) {
   append(values.data(), static_cast<int64_t>(values.size()), Dtype::int64);
 }
-// --- what a reader accepts: the structure check of File::open --------------------------------
-
-namespace {
-
-/// The deepest rank a sinkgate dataset or attribute has (weights are 2-D, optimizer state too).
-constexpr int kMaxRank = 8;
-
-/// A hard link met by the walk: the object's address and the first path that reaches it.
-struct Visit {
-  std::vector<std::pair<std::string, haddr_t>> hard;
-  std::string refused;  // "path: what", the first link that is not a hard link
-};
-
-herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
-  auto* visit = static_cast<Visit*>(data);
-  const std::string path = std::string("/") + name;
-  if (info->type == H5L_TYPE_HARD) {
-    visit->hard.emplace_back(path, info->u.address);
-    return 0;
-  }
-  visit->refused = path + " is " +
-                   (info->type == H5L_TYPE_SOFT       ? std::string("a soft link")
-                    : info->type == H5L_TYPE_EXTERNAL ? std::string("an external link (to another file)")
-                                                      : "a user-defined link (type " + std::to_string(info->type) + ")");
-  return 1;  // stop: one refusal is enough
-}
-
-/// Why `type` is not an element type sinkgate stores, or "" when it is one: integers of 1, 2, 4
-/// or 8 bytes, IEEE floats of 4 or 8, strings (fixed length of at most `max_string` bytes, or
-/// variable length).
-std::string unsupported_type(hid_t type, uint64_t max_string) {
-  const H5T_class_t type_class = H5Tget_class(type);
-  const size_t size = H5Tget_size(type);
-  switch (type_class) {
-    case H5T_INTEGER:
-      if (size == 1 || size == 2 || size == 4 || size == 8) return "";
-      return "an integer type of " + std::to_string(size) + " bytes";
-    case H5T_FLOAT: {
-      if (size != 4 && size != 8) return "a float type of " + std::to_string(size) + " bytes";
-      Id ieee(H5Tcopy(size == 4 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE), H5Tclose);
-      size_t sign = 0, exponent = 0, exponent_bits = 0, mantissa = 0, mantissa_bits = 0;
-      size_t want[5] = {0, 0, 0, 0, 0};
-      H5Tget_fields(type, &sign, &exponent, &exponent_bits, &mantissa, &mantissa_bits);
-      H5Tget_fields(ieee, &want[0], &want[1], &want[2], &want[3], &want[4]);
-      if (sign != want[0] || exponent != want[1] || exponent_bits != want[2] || mantissa != want[3] ||
-          mantissa_bits != want[4] || H5Tget_ebias(type) != H5Tget_ebias(ieee))
-        return "a float type that is not IEEE binary" + std::to_string(size * 8);
-      return "";
-    }
-    case H5T_STRING:
-      if (H5Tis_variable_str(type) > 0) return "";
-      if (size == 0 || size > max_string) return "a string type of " + std::to_string(size) + " bytes";
-      return "";
-    case H5T_COMPOUND: return "a compound type";
-    case H5T_ENUM: return "an enum type";
-    case H5T_VLEN: return "a variable-length sequence type";
-    case H5T_ARRAY: return "an array type";
-    case H5T_REFERENCE: return "a reference type";
-    case H5T_OPAQUE: return "an opaque type";
-    case H5T_BITFIELD: return "a bitfield type";
-    case H5T_TIME: return "a time type";
-    default: return "an unknown type";
-  }
-}
-
-/// The element count of a dataspace, or -1 with `why` set when it is not one sinkgate writes
-/// (null, scalar, or simple of rank at most kMaxRank) or its count overflows.
-int64_t space_count(hid_t space, std::string& why) {
-  const H5S_class_t space_class = H5Sget_simple_extent_type(space);
-  if (space_class == H5S_NULL) return 0;
-  if (space_class == H5S_SCALAR) return 1;
-  if (space_class != H5S_SIMPLE) {
-    why = "an unknown kind of dataspace";
-    return -1;
-  }
-  const int rank = H5Sget_simple_extent_ndims(space);
-  if (rank < 0 || rank > kMaxRank) {
-    why = std::to_string(rank) + " dimensions (sinkgate writes at most " + std::to_string(kMaxRank) + ")";
-    return -1;
-  }
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  if (rank > 0 && H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0) {
-    why = "an unreadable shape";
-    return -1;
-  }
-  uint64_t count = 1;
-  for (const hsize_t d : dims) {
-    if (d > (uint64_t{1} << 62) || (d > 0 && count > (uint64_t{1} << 62) / d)) {
-      why = "an impossible shape";
-      return -1;
-    }
-    count *= d;
-  }
-  return static_cast<int64_t>(count);
-}
-
-/// The structure check's state: the file's name and size, and the first problem found.
-struct Check {
-  std::string file;
-  uint64_t file_bytes = 0;
-  std::string problem;  // "path: what"
-};
-
-herr_t check_attribute(hid_t object, const char* name, const H5A_info_t*, void* data) {
-  auto* check = static_cast<Check*>(data);
-  const std::string where = std::string("attribute '") + name + "'";
-  Id attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
-  Id type(attribute.ok() ? H5Aget_type(attribute) : -1, H5Tclose);
-  Id space(attribute.ok() ? H5Aget_space(attribute) : -1, H5Sclose);
-  if (!type.ok() || !space.ok()) {
-    check->problem = "'s " + where + " cannot be read (" + hdf5_message() + ")";
-    return 1;
-  }
-  std::string why = unsupported_type(type, check->file_bytes);
-  const int64_t count = why.empty() ? space_count(space, why) : 0;
-  const uint64_t element = H5Tis_variable_str(type) > 0 ? 16 : H5Tget_size(type);
-  if (why.empty() && check->file_bytes > 0 && element > 0 && static_cast<uint64_t>(count) > check->file_bytes / element)
-    why = "a size of " + std::to_string(count) + " × " + std::to_string(element) + " bytes, more than the file holds";
-  if (!why.empty()) {
-    check->problem = "'s " + where + " has " + why;
-    return 1;
-  }
-  return 0;
-}
-
-/// Checks the attributes of `object`, then, for a dataset, how and where its data are stored.
-/// Returns "" or the problem.
-std::string check_object(hid_t object, Check& check) {
-  hsize_t index = 0;
-  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, check_attribute, &check) < 0)
-    return "'s attributes cannot be listed (" + hdf5_message() + ")";
-  if (!check.problem.empty()) return check.problem;
-  const H5I_type_t kind = H5Iget_type(object);
-  if (kind == H5I_DATATYPE) return " is a committed datatype (sinkgate files hold groups and datasets only)";
-  if (kind != H5I_DATASET) return "";
-  Id dcpl(H5Dget_create_plist(object), H5Pclose);
-  if (!dcpl.ok()) return "'s storage properties cannot be read (" + hdf5_message() + ")";
-  const H5D_layout_t layout = H5Pget_layout(dcpl);
-  if (layout == H5D_VIRTUAL) return " is a virtual dataset (its data would come from other datasets or files)";
-  if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT)
-    return " is a dataset of an unknown storage layout (" + std::to_string(layout) + ")";
-  if (H5Pget_external_count(dcpl) != 0)
-    return " is a dataset with external raw-data storage (its data would be read from other files)";
-  const int filters = H5Pget_nfilters(dcpl);
-  for (int i = 0; i < filters; ++i) {
-    unsigned flags = 0, values[8];
-    size_t elements = 8;
-    char filter_name[64] = "";
-    const H5Z_filter_t filter =
-        H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &elements, values, sizeof filter_name, filter_name, nullptr);
-    if (filter != H5Z_FILTER_FLETCHER32)
-      return " is a dataset with the filter " + std::to_string(filter) + (*filter_name ? " (" + std::string(filter_name) + ")" : "") +
-             " (sinkgate writes Fletcher32 alone)";
-  }
-  Id type(H5Dget_type(object), H5Tclose);
-  Id space(H5Dget_space(object), H5Sclose);
-  if (!type.ok() || !space.ok()) return "'s type or shape cannot be read (" + hdf5_message() + ")";
-  if (H5Tcommitted(type) > 0) return " is a dataset of a committed (shared) datatype";
-  std::string why = unsupported_type(type, check.file_bytes);
-  if (!why.empty()) return " is a dataset of " + why;
-  const int64_t count = space_count(space, why);
-  if (count < 0) return " is a dataset of " + why;
-  // Before anything walks the chunk index: a huge extent over a few stored chunks (a sparse
-  // dataset) is refused by its size, which an index of 10^12 slots would take hours to list.
-  const bool variable = H5Tis_variable_str(type) > 0;
-  const uint64_t element = variable ? 16 : H5Tget_size(type);
-  const uint64_t bytes = static_cast<uint64_t>(count) * element;
-  if (check.file_bytes > 0 && element > 0 && static_cast<uint64_t>(count) > check.file_bytes / element)
-    return " is a dataset of " + std::to_string(count) + " elements of " + std::to_string(element) +
-           " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold (a sparse or damaged dataset)";
-  // Every chunk of a sinkgate dataset is written: storage short of the shape means chunks never
-  // written (sparse) or lost, whose elements HDF5 would quietly read as the fill value. A chunked
-  // dataset stores every chunk whole (edge chunks too), each with Fletcher32's 4 bytes.
-  if (!variable && count > 0) {
-    uint64_t expected = bytes;
-    if (layout == H5D_CHUNKED) {
-      const int rank = H5Sget_simple_extent_ndims(space);
-      std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0))), chunk(dims.size());
-      if (rank <= 0 || H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0 ||
-          H5Pget_chunk(dcpl, rank, chunk.data()) != rank)
-        return "'s chunk shape cannot be read (" + hdf5_message() + ")";
-      uint64_t chunks = 1, chunk_elements = 1;
-      for (int i = 0; i < rank; ++i) {
-        if (chunk[i] == 0) return " is a dataset with an empty chunk shape";
-        chunks *= (dims[i] + chunk[i] - 1) / chunk[i];  // at most count: no overflow
-        chunk_elements = std::min<uint64_t>(chunk_elements * chunk[i], uint64_t{1} << 40);
-      }
-      const uint64_t chunk_bytes = chunk_elements * element + (filters > 0 ? 4 : 0);
-      expected = chunks * chunk_bytes;
-      if (chunk_elements >= (uint64_t{1} << 40) || expected / chunks != chunk_bytes)
-        return " is a dataset with chunks of an impossible size";
-      if (check.file_bytes > 0 && expected > check.file_bytes)
-        return " is a dataset of " + std::to_string(chunks) + " chunks of " + std::to_string(chunk_bytes) +
-               " bytes, more than the file's " + std::to_string(check.file_bytes) + " bytes hold";
-      // Chunk by chunk rather than H5Dget_storage_size: that walks the chunk index up to a bound the
-      // index's header states, and a header edited to a huge bound (checksum recomputed) made it
-      // loop for hours; a lookup per chunk origin is bounded by the chunk count, itself bounded by
-      // the file's size just above.
-      std::vector<hsize_t> origin(dims.size(), 0);
-      for (uint64_t n = 0; n < chunks; ++n) {
-        unsigned mask = 0;
-        haddr_t address = HADDR_UNDEF;
-        hsize_t size = 0;
-        if (H5Dget_chunk_info_by_coord(object, origin.data(), &mask, &address, &size) < 0)
-          return "'s chunk index cannot be read (" + hdf5_message() + ")";
-        if (address == HADDR_UNDEF || size != chunk_bytes) {
-          std::string at;
-          for (size_t i = 0; i < origin.size(); ++i) at += (i ? ", " : "") + std::to_string(origin[i]);
-          return " is a dataset whose chunk at [" + at + "] " +
-                 (address == HADDR_UNDEF ? std::string("was never written")
-                                         : "stores " + std::to_string(size) + " of its " + std::to_string(chunk_bytes) + " bytes") +
-                 " (chunks never written, or lost, would read as fill values)";
-        }
-        for (size_t i = origin.size(); i-- > 0;) {  // the next chunk origin, the last dimension fastest
-          origin[i] += chunk[i];
-          if (origin[i] < dims[i]) break;
-          origin[i] = 0;
-        }
-      }
-      return "";
-    }
-    const uint64_t stored = H5Dget_storage_size(object);
-    if (stored < expected)
-      return " is a dataset that stores " + std::to_string(stored) + " of its " + std::to_string(expected) +
-             " bytes (chunks never written, or lost, would read as fill values)";
-  }
-  return "";
-}
-
-const char* const kNotOurs =
-    "sinkgate reads only what its own tools write; was the file changed by another program? Write it again with the tool that made it";
-
-/// Throws InputError unless every link in the open file `file` (named `name`) is a hard link and
-/// every object one that sinkgate writes: groups and datasets, stored inside the file (contiguous,
-/// chunked or compact; no external raw-data storage, no virtual dataset), Fletcher32 the only
-/// filter, and element types, ranks and sizes that lib/SCHEMA.md allows. Nothing outside the file
-/// is opened on the way.
-void check_structure(hid_t file, const std::string& name) {
-  const std::string hint = kNotOurs;
-  Id root(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
-  if (!root.ok()) fail_input(name, "cannot open the root group");
-  Visit visit;
-  if (H5Lvisit(root, H5_INDEX_NAME, H5_ITER_NATIVE, visit_link, &visit) < 0)
-    fail_input(name, "cannot list the file's groups");
-  if (!visit.refused.empty())
-    throw InputError(name + ": " + visit.refused + ", which sinkgate files never contain (they hold hard links only)", hint);
-  Check check;
-  check.file = name;
-  hsize_t size = 0;
-  if (H5Fget_filesize(file, &size) >= 0) check.file_bytes = size;
-  std::string problem = check_object(root, check);
-  if (!problem.empty()) throw InputError(name + ": /" + problem, hint);
-  std::vector<haddr_t> seen;
-  seen.reserve(visit.hard.size());
-  for (const auto& [path, address] : visit.hard) seen.push_back(address);
-  std::sort(seen.begin(), seen.end());
-  std::vector<bool> done(seen.size(), false);
-  for (const auto& [path, address] : visit.hard) {
-    const size_t at = static_cast<size_t>(std::lower_bound(seen.begin(), seen.end(), address) - seen.begin());
-    if (done[at]) continue;  // a second hard link to an object already checked
-    done[at] = true;
-    Id object(H5Oopen_by_addr(file, address), H5Oclose);
-    if (!object.ok()) fail_input(name, "cannot open " + path);
-    problem = check_object(object, check);
-    if (!problem.empty()) throw InputError(name + ": " + path + problem, hint);
-  }
-}
-
-}  // namespace
-
 // --- File and Writer -----------------------------------------------------------------------
 
 File File::open(const std::string& path) {

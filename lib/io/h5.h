@@ -1,6 +1,7 @@
 // h5.h — RAII over the HDF5 C API: files, groups, attributes, datasets, atomic writes.
 //
-// The only module that includes HDF5 headers (those stay in h5.cpp). Every HDF5 failure becomes
+// HDF5's headers stay behind this interface: only the h5 modules of io/ (h5, h5_api, h5_structure)
+// include them, which tests/layers.cmake checks. Every HDF5 failure becomes
 // an sg exception naming the file: InputError when reading, OutputError when writing. HDF5's own
 // error printing is silenced. Numbers cross this interface as plain vectors or as raw arrays of
 // a Dtype; no LibTorch here (lib/model/tensors.h carries tensors across it).

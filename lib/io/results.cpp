@@ -418,110 +418,135 @@ ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>
 
 // --- CSV ------------------------------------------------------------------------------------
 
-ResultTable read_csv(std::istream& in, const std::string& name, const CsvOptions& csv) {
-  std::vector<std::string> fields, header, roles, types;
-  size_t line = 0;
+namespace {
+
+/// A CSV file's header row, with its "#role,…" and "#type,…" annotations (empty when absent).
+struct CsvHeader {
+  std::vector<std::string> names, roles, types;
+};
+
+/// Reads the comment lines and the header row, and checks them.
+CsvHeader read_csv_header(std::istream& in, const std::string& name, size_t& line) {
+  CsvHeader header;
+  std::vector<std::string> fields;
   bool hash = false;
-  // Comment lines before the header; "#role,…" and "#type,…" annotate the columns.
   while (true) {
     const size_t start = line + 1;
     if (!read_record(in, fields, line, hash)) throw InputError(name + ": empty file, expected a CSV header row");
     if (hash) {
       fields[0] = fields[0].substr(1);
-      if (fields[0] == "role") roles.assign(fields.begin() + 1, fields.end());
-      if (fields[0] == "type") types.assign(fields.begin() + 1, fields.end());
+      if (fields[0] == "role") header.roles.assign(fields.begin() + 1, fields.end());
+      if (fields[0] == "type") header.types.assign(fields.begin() + 1, fields.end());
       continue;
     }
     if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // a blank line
-    header = fields;
-    for (auto& h : header) h = trim(h);
-    for (const auto& h : header) check_column_name(h, name + ":" + std::to_string(start));
+    for (const auto& field : fields) header.names.push_back(trim(field));
+    for (const auto& h : header.names) check_column_name(h, name + ":" + std::to_string(start));
     break;
   }
-  if (std::set<std::string>(header.begin(), header.end()).size() != header.size())
+  const auto& names = header.names;
+  if (std::set<std::string>(names.begin(), names.end()).size() != names.size())
     throw InputError(name + ": the header row names a column twice");
-  if (!roles.empty() && roles.size() != header.size())
-    throw InputError(name + ": the #role line has " + std::to_string(roles.size()) + " entries for " +
-                     std::to_string(header.size()) + " columns");
-  if (!types.empty() && types.size() != header.size())
-    throw InputError(name + ": the #type line has " + std::to_string(types.size()) + " entries for " +
-                     std::to_string(header.size()) + " columns");
-  std::vector<std::vector<std::string>> cells(header.size());
+  for (const auto& [annotation, entries] : {std::pair<const char*, const std::vector<std::string>*>{"#role", &header.roles},
+                                            {"#type", &header.types}})
+    if (!entries->empty() && entries->size() != names.size())
+      throw InputError(name + ": the " + annotation + " line has " + std::to_string(entries->size()) + " entries for " +
+                       std::to_string(names.size()) + " columns");
+  return header;
+}
+
+/// The type of a column without a #type line: int64 when every non-empty cell is an integer,
+/// float64 when every one is a number, else string (also when every cell is empty).
+ColumnType inferred_type(const std::vector<std::string>& raw) {
+  bool all_int = true, all_number = true, any = false;
+  for (const auto& cell : raw) {
+    int64_t integer;
+    double real;
+    if (trim(cell).empty()) {
+      all_int = false;
+      continue;
+    }
+    any = true;
+    if (!parse_int(cell, integer)) all_int = false;
+    if (!parse_double(cell, real)) all_number = false;
+  }
+  return !any || !all_number ? ColumnType::string : all_int ? ColumnType::int64 : ColumnType::float64;
+}
+
+/// Column i of the file: its type, its cells (lines[r]: the line of row r, for messages), its role.
+Column csv_column(const CsvHeader& header, size_t i, const std::vector<std::string>& raw, const std::vector<size_t>& lines,
+                  const std::string& name, const CsvOptions& csv) {
+  Column column;
+  column.name = header.names[i];
+  column.type = !header.types.empty() ? parse_type(trim(header.types[i]), name) : inferred_type(raw);
+  for (size_t r = 0; r < raw.size(); ++r) {
+    const auto where = name + ":" + std::to_string(lines[r]) + ": column '" + column.name + "'";
+    if (column.type == ColumnType::string) {
+      column.strings.push_back(raw[r]);
+    } else if (column.type == ColumnType::int64) {
+      int64_t v;
+      if (!parse_int(raw[r], v)) throw InputError(where + " expects an integer, got '" + raw[r] + "'");
+      column.integers.push_back(v);
+    } else {
+      double v = std::nan("");
+      if (!trim(raw[r]).empty() && !parse_double(raw[r], v))
+        throw InputError(where + " expects a number, got '" + raw[r] + "'");
+      column.reals.push_back(v);
+    }
+  }
+  if (!csv.keys.empty())
+    column.role = std::find(csv.keys.begin(), csv.keys.end(), column.name) != csv.keys.end() ? Role::key : Role::value;
+  else if (!header.roles.empty())
+    column.role = parse_role(trim(header.roles[i]), name);
+  else
+    column.role = (column.type == ColumnType::string || column.name == "seed") ? Role::key : Role::value;
+  return column;
+}
+
+/// A result table has key columns and value columns. Text with one column, or with no numeric
+/// column among rows, is some other file (a note, a host name, a Markdown table): refuse it
+/// rather than render it. A header without rows cannot show its types, and passes.
+void check_result_table(const ResultTable& table, const std::vector<std::string>& header, const std::string& name) {
+  const bool any_value = std::any_of(table.columns().begin(), table.columns().end(),
+                                     [](const Column& c) { return c.role == Role::value; });
+  const bool any_key = std::any_of(table.columns().begin(), table.columns().end(),
+                                   [](const Column& c) { return c.role == Role::key; });
+  if (header.size() >= 2 && (table.rows() == 0 || (any_value && any_key))) return;
+  throw InputError(name + ": not a result table (CSV): " + std::to_string(header.size()) + " column(s) (" +
+                       join(header.size() <= 6 ? header : std::vector<std::string>(header.begin(), header.begin() + 6),
+                            ", ") +
+                       (header.size() > 6 ? ", …" : "") + "), " + (any_key ? "" : "no key column") +
+                       (!any_key && !any_value ? " and " : "") + (any_value ? "" : "no value column"),
+                   "a CSV result table has a header row naming key columns (text, or seed) and value columns "
+                   "(numbers), as sg-tabulate --format csv writes it");
+}
+
+}  // namespace
+
+ResultTable read_csv(std::istream& in, const std::string& name, const CsvOptions& csv) {
+  size_t line = 0;
+  const CsvHeader header = read_csv_header(in, name, line);
+  const auto& names = header.names;
+  std::vector<std::string> fields;
+  bool hash = false;
+  std::vector<std::vector<std::string>> cells(names.size());
   std::vector<size_t> lines;
   while (true) {
     const size_t start = line + 1;
     if (!read_record(in, fields, line, hash)) break;
     if (fields.size() == 1 && trim(fields[0]).empty()) continue;
-    if (fields.size() != header.size())
+    if (fields.size() != names.size())
       throw InputError(name + ":" + std::to_string(start) + ": " + std::to_string(fields.size()) + " fields, expected " +
-                       std::to_string(header.size()));
+                       std::to_string(names.size()));
     for (size_t i = 0; i < fields.size(); ++i) cells[i].push_back(fields[i]);
     lines.push_back(start);
   }
   for (const auto& key : csv.keys)
-    if (std::find(header.begin(), header.end(), key) == header.end())
-      throw UsageError("no column '" + key + "' in " + name + " (named by --keys)", "its columns: " + join(header, ", "));
-
+    if (std::find(names.begin(), names.end(), key) == names.end())
+      throw UsageError("no column '" + key + "' in " + name + " (named by --keys)", "its columns: " + join(names, ", "));
   ResultTable table;
-  for (size_t i = 0; i < header.size(); ++i) {
-    Column column;
-    column.name = header[i];
-    const auto& raw = cells[i];
-    if (!types.empty()) {
-      column.type = parse_type(trim(types[i]), name);
-    } else {
-      bool all_int = true, all_number = true, any = false;
-      for (const auto& cell : raw) {
-        int64_t integer;
-        double real;
-        if (trim(cell).empty()) {
-          all_int = false;
-          continue;
-        }
-        any = true;
-        if (!parse_int(cell, integer)) all_int = false;
-        if (!parse_double(cell, real)) all_number = false;
-      }
-      column.type = !any || !all_number ? ColumnType::string : all_int ? ColumnType::int64 : ColumnType::float64;
-    }
-    for (size_t r = 0; r < raw.size(); ++r) {
-      const auto where = name + ":" + std::to_string(lines[r]) + ": column '" + column.name + "'";
-      if (column.type == ColumnType::string) {
-        column.strings.push_back(raw[r]);
-      } else if (column.type == ColumnType::int64) {
-        int64_t v;
-        if (!parse_int(raw[r], v)) throw InputError(where + " expects an integer, got '" + raw[r] + "'");
-        column.integers.push_back(v);
-      } else {
-        double v = std::nan("");
-        if (!trim(raw[r]).empty() && !parse_double(raw[r], v))
-          throw InputError(where + " expects a number, got '" + raw[r] + "'");
-        column.reals.push_back(v);
-      }
-    }
-    if (!csv.keys.empty())
-      column.role = std::find(csv.keys.begin(), csv.keys.end(), column.name) != csv.keys.end() ? Role::key : Role::value;
-    else if (!roles.empty())
-      column.role = parse_role(trim(roles[i]), name);
-    else
-      column.role = (column.type == ColumnType::string || column.name == "seed") ? Role::key : Role::value;
-    table.add_column(std::move(column));
-  }
-  // A result table has key columns and value columns. Text with one column, or with no numeric
-  // column among rows, is some other file (a note, a host name, a Markdown table): refuse it
-  // rather than render it. A header without rows cannot show its types, and passes.
-  const bool any_value = std::any_of(table.columns().begin(), table.columns().end(),
-                                     [](const Column& c) { return c.role == Role::value; });
-  const bool any_key = std::any_of(table.columns().begin(), table.columns().end(),
-                                   [](const Column& c) { return c.role == Role::key; });
-  if (header.size() < 2 || (table.rows() > 0 && (!any_value || !any_key)))
-    throw InputError(name + ": not a result table (CSV): " + std::to_string(header.size()) + " column(s) (" +
-                         join(header.size() <= 6 ? header : std::vector<std::string>(header.begin(), header.begin() + 6),
-                              ", ") +
-                         (header.size() > 6 ? ", …" : "") + "), " + (any_key ? "" : "no key column") +
-                         (!any_key && !any_value ? " and " : "") + (any_value ? "" : "no value column"),
-                     "a CSV result table has a header row naming key columns (text, or seed) and value columns "
-                     "(numbers), as sg-tabulate --format csv writes it");
+  for (size_t i = 0; i < names.size(); ++i) table.add_column(csv_column(header, i, cells[i], lines, name, csv));
+  check_result_table(table, names, name);
   return table;
 }
 

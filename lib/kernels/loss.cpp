@@ -29,6 +29,85 @@ int64_t row_kernel_code(const std::string& name) {
   throw std::invalid_argument("linear_cross_entropy: unknown row kernel '" + name + "'");
 }
 
+/// The loss's three matrix products on one chunk of rows, each by the path the plan and the CPU
+/// allow: the loss's own AVX-512 products, MKL's packed GEMM (the weight packed once for every
+/// chunk), or a plain matmul in the products' dtype (`low`: autocast's where it is on).
+struct ChunkProducts {
+  int64_t width = 0, vocab = 0;
+  torch::TensorOptions options;  // the hidden rows'
+  torch::ScalarType low = torch::kFloat, math = torch::kFloat;
+  torch::Tensor weight_h;          // the weight in `low`, cast once
+  bool own = false;                // the AVX-512 products
+  torch::Tensor weight_c;          // own: the contiguous weight that w points into
+  const float* w = nullptr;        // (V, C) row-major
+  std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
+
+  /// The (n, V) logits h Wᵀ.
+  torch::Tensor logits(const torch::Tensor& h, int64_t n) const {
+    if (own) {
+      const auto h_c = h.contiguous();
+      auto logits = torch::empty({n, vocab}, options);
+      gemm_avx512(n, vocab, width, {h_c.data_ptr<float>(), width, 1}, {w, 1, width}, logits.data_ptr<float>(), vocab,
+                  /*accumulate=*/false);
+      return logits;
+    }
+    if (times_weight_t) {
+      auto logits = torch::empty({n, vocab}, options);
+      times_weight_t->multiply(h.contiguous().data_ptr<float>(), width, n, logits.data_ptr<float>(), vocab);
+      return logits;
+    }
+    return torch::matmul(h.to(low), weight_h.t()).to(math);
+  }
+
+  /// The (n, C) product E W.
+  torch::Tensor times_w(const torch::Tensor& e, const torch::Tensor& e_h, int64_t n) const {
+    if (own) {
+      auto product = torch::empty({n, width}, options);
+      gemm_avx512(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w, width, 1}, product.data_ptr<float>(), width,
+                  /*accumulate=*/false);
+      return product;
+    }
+    if (times_weight) {
+      auto product = torch::empty({n, width}, options);
+      times_weight->multiply(e.data_ptr<float>(), vocab, n, product.data_ptr<float>(), width);
+      return product;
+    }
+    return torch::matmul(e_h, weight_h).to(math);
+  }
+
+  /// dweight (V, C) = (first) or += Eᵀ (V, n) · h_scaled (n, C).
+  void add_grad_weight(torch::Tensor& grad_weight, const torch::Tensor& e, const torch::Tensor& e_h,
+                       const torch::Tensor& h_scaled, int64_t n, bool first) const {
+    if (own) {
+      const auto scaled = h_scaled.contiguous();
+      gemm_avx512(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {scaled.data_ptr<float>(), width, 1},
+                  grad_weight.data_ptr<float>(), width, /*accumulate=*/!first);
+    } else if (low != math) {  // bf16 under autocast
+      const auto part = torch::matmul(e_h.t(), h_scaled.to(low)).to(math);
+      if (first) grad_weight.copy_(part); else grad_weight.add_(part);
+    } else if (first) {
+      torch::mm_out(grad_weight, e.t(), h_scaled);
+    } else {
+      grad_weight.addmm_(e.t(), h_scaled);
+    }
+  }
+};
+
+/// Turns (n, V) logits into E = exp(logits - rowmax) in place; returns rowmax (n, 1) and
+/// s = rowsum(E) (n; float64 from the fused rows kernel `isa`).
+std::pair<torch::Tensor, torch::Tensor> exp_rows(torch::Tensor& logits, int64_t n, int64_t vocab, bool fused,
+                                                 const std::string& isa) {
+  if (!fused) {
+    auto rowmax = logits.amax(1, /*keepdim=*/true);
+    logits.sub_(rowmax).exp_();
+    return {rowmax, logits.sum(1)};
+  }
+  auto rowmax = torch::empty({n, 1}, logits.options());
+  auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
+  exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>(), isa);
+  return {rowmax, sums};
+}
+
 // Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
 //   loss     = sum_rows (rowmax + log s - logit[target]) / N
 //   dhidden  = (E W) / (s N)  -  W[target] / N                   (row scaling after the product)
@@ -75,79 +154,43 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const std::string rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
     const bool fused_rows = cpu_float && (fixed ? !rows_isa.empty() && cpu_has_row_kernel(rows_isa) : has_exp_shifted_rows());
     const int64_t width = hidden.size(1);
-    const bool own_products = cpu_float && static_cast<LossProducts>(products) == LossProducts::avx512 &&
-                              (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm());
-    const auto weight_c = own_products ? weight.contiguous() : weight;
-    const float* w = own_products ? weight_c.data_ptr<float>() : nullptr;  // (V, C) row-major
-    std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
+    ChunkProducts paths;
+    paths.width = width;
+    paths.vocab = vocab;
+    paths.options = hidden.options();
+    paths.low = low;
+    paths.math = math;
+    paths.weight_h = weight_h;
+    paths.own = cpu_float && static_cast<LossProducts>(products) == LossProducts::avx512 &&
+                (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm());
+    paths.weight_c = paths.own ? weight.contiguous() : weight;
+    paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
     if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&
         (fixed ? PackedRightOperand::present() : PackedRightOperand::available())) {
       const auto w = weight.contiguous();
       const int64_t most_rows = std::min(chunk_rows, rows);
-      times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
-      if (need_grad) times_weight.emplace(w.data_ptr<float>(), width, /*transposed=*/false, most_rows, width, vocab);
+      paths.times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
+      if (need_grad) paths.times_weight.emplace(w.data_ptr<float>(), width, /*transposed=*/false, most_rows, width, vocab);
     }
     auto total = torch::zeros({}, hidden.options().dtype(torch::kDouble));
     for (int64_t begin = 0; begin < rows; begin += chunk_rows) {
       const int64_t end = std::min(rows, begin + chunk_rows), n = end - begin;
       const auto h = hidden.index({Slice(begin, end)});
       const auto t = targets.index({Slice(begin, end)});
-      torch::Tensor logits;  // (n, V)
-      if (own_products) {
-        const auto h_c = h.contiguous();
-        logits = torch::empty({n, vocab}, hidden.options());
-        gemm_avx512(n, vocab, width, {h_c.data_ptr<float>(), width, 1}, {w, 1, width}, logits.data_ptr<float>(), vocab,
-                    /*accumulate=*/false);
-      } else if (times_weight_t) {
-        logits = torch::empty({n, vocab}, hidden.options());
-        times_weight_t->multiply(h.contiguous().data_ptr<float>(), width, n, logits.data_ptr<float>(), vocab);
-      } else {
-        logits = torch::matmul(h.to(low), weight_h.t()).to(math);
-      }
+      torch::Tensor logits = paths.logits(h, n);  // (n, V)
       const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1);
-      torch::Tensor rowmax, sums;  // (n, 1), (n); sums in float64 from the fused rows
-      if (fused_rows) {
-        rowmax = torch::empty({n, 1}, logits.options());
-        sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
-        exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>(),
-                         rows_isa);
-      } else {
-        rowmax = logits.amax(1, /*keepdim=*/true);
-        logits.sub_(rowmax).exp_();
-        sums = logits.sum(1);
-      }
+      const auto [rowmax, sums] = exp_rows(logits, n, vocab, fused_rows, rows_isa);
       const auto& e = logits;
       total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
       if (!need_grad) continue;
       const auto row_scale = (sums.reciprocal() * inverse_rows).to(math).unsqueeze(1);  // 1 / (s N), (n, 1)
       const auto h_m = h.to(math);
       const auto e_h = e.to(low);
-      torch::Tensor product;  // (n, C)
-      if (own_products) {
-        product = torch::empty({n, width}, hidden.options());
-        gemm_avx512(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w, width, 1}, product.data_ptr<float>(), width,
-                    /*accumulate=*/false);
-      } else if (times_weight) {
-        product = torch::empty({n, width}, hidden.options());
-        times_weight->multiply(e.data_ptr<float>(), vocab, n, product.data_ptr<float>(), width);
-      } else {
-        product = torch::matmul(e_h, weight_h).to(math);
-      }
+      const torch::Tensor product = paths.times_w(e, e_h, n);  // (n, C)
       grad_hidden.index_put_({Slice(begin, end)},
                              (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
       const auto h_scaled = h_m * row_scale;
-      if (own_products) {  // dweight (V, C) [+]= Eᵀ (V, n) · h_scaled (n, C)
-        const auto scaled = h_scaled.contiguous();
-        gemm_avx512(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {scaled.data_ptr<float>(), width, 1},
-                    grad_weight.data_ptr<float>(), width, /*accumulate=*/begin > 0);
-      } else if (low != math) {  // bf16 under autocast
-        const auto part = torch::matmul(e_h.t(), h_scaled.to(low)).to(math);
-        if (begin == 0) grad_weight.copy_(part); else grad_weight.add_(part);
-      } else if (begin == 0) {
-        torch::mm_out(grad_weight, e.t(), h_scaled);
-      } else {
-        grad_weight.addmm_(e.t(), h_scaled);
-      }
+      paths.add_grad_weight(grad_weight, e, e_h, h_scaled, n, /*first=*/begin == 0);
       grad_weight.index_add_(0, t, h_m, -inverse_rows);
     }
     if (need_grad) ctx->save_for_backward({grad_hidden, grad_weight.to(weight.scalar_type())});

@@ -292,4 +292,65 @@ LossPlan runnable_loss_plan(const LossPlan& plan) {
   return out;
 }
 
+namespace {
+
+/// The environment variables that choose the loss plan of a run that has none and are set, by
+/// the name they were given.
+std::vector<std::string> plan_variables_set() {
+  std::vector<std::string> names;
+  for (const char* suffix : {"LOSS_CHUNK_ROWS", "LOSS_PRODUCTS", "LOSS_PACKED", "LOSS_TUNING", "CPU_KERNELS"})
+    if (sinkgate_env(suffix)) names.push_back(sinkgate_env_name(suffix));
+  return names;
+}
+
+/// The plan a request names (not auto), on this machine.
+LossPlan named_plan(const LossPlanRequest& request, const std::string& prefix, bool keeps_recorded) {
+  if (!request.cpu_float32) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
+    if (request.products != "plain" || (!request.row_kernel.empty() && request.row_kernel != "portable"))
+      log::info(prefix + "on " + request.device + " the loss runs cuBLAS's products and ATen's rows: of loss_plan " +
+                request.text + " only the chunk of " + std::to_string(request.chunk_rows) + " rows applies");
+    return {request.chunk_rows, LossProducts::plain, "portable"};
+  }
+  LossPlan plan{request.chunk_rows, *loss_products_named(request.products),
+                !request.row_kernel.empty() ? request.row_kernel
+                : has_exp_shifted_rows()    ? exp_shifted_rows_isa()
+                                            : "portable"};
+  const std::string missing = loss_plan_missing(plan);
+  if (missing.empty()) return plan;
+  if (!keeps_recorded)
+    throw UsageError("loss_plan " + loss_plan_text(plan) + " needs " + missing,
+                     "name a plan this machine runs, or --set loss_plan=auto");
+  const LossPlan instead = runnable_loss_plan(plan);
+  log::warn("this machine cannot run the run's loss plan " + loss_plan_text(plan) + " (no " + missing + "): it runs " +
+            loss_plan_text(instead) + ", so the resumed run will not be bitwise identical to an uninterrupted one");
+  return instead;
+}
+
+}  // namespace
+
+LossPlan resolve_run_loss_plan(const LossPlanRequest& request, const std::string& prefix,
+                               const std::function<LossPlan(const LossPlan&)>& agree) {
+  const bool automatic = request.chunk_rows == 0;
+  const bool keeps_recorded = request.resume && !request.replaced && request.recorded != "auto";
+  LossPlan plan = automatic ? fixed_loss_plan(request.cpu_float32, request.rows, request.width, request.vocab)
+                            : named_plan(request, prefix, keeps_recorded);
+  if (agree) plan = agree(plan);
+  const std::string text = loss_plan_text(plan);
+  if (keeps_recorded) {
+    std::string note;
+    for (const auto& name : plan_variables_set()) note += (note.empty() ? "" : ", ") + name;
+    log::info(prefix + "loss plan " + text + ", the run's own (recorded in its file)" +
+              (note.empty() ? "" : "; " + note + " would choose a new run's plan, not this one's: --set loss_plan=... replaces it"));
+  } else if (request.resume && request.recorded == "auto") {
+    log::info(prefix + "loss plan " + text + ": the run file records none (written before sinkgate recorded it), so "
+              "this resume fixes one and records it; the steps before may have run another");
+  } else if (request.resume && text != request.recorded) {
+    log::warn("loss plan " + text + " replaces the run's " + request.recorded +
+              " (--set loss_plan): the resumed run will not be bitwise identical to an uninterrupted one");
+  } else {
+    log::info(prefix + "loss plan " + text + (automatic ? " (auto: chosen for this machine; recorded in the run file)" : ""));
+  }
+  return plan;
+}
+
 }  // namespace sg

@@ -32,6 +32,7 @@
 // Not here: the loss itself (loss.h), its kernels (cpu_kernels.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,5 +82,31 @@ std::string loss_plan_missing(const LossPlan& plan);
 /// A fixed plan with what this CPU cannot run replaced by what it runs instead: plain products,
 /// the best row kernel it has.
 LossPlan runnable_loss_plan(const LossPlan& plan);
+
+/// What a training run asks of its loss plan (lib/SCHEMA.md "loss_plan"), as plain values: the
+/// plan its configuration names (run/config.h's LossPlanSpec: chunk_rows 0 for auto), where and at
+/// what size the loss runs, and on a resume the plan the run file records.
+struct LossPlanRequest {
+  std::string text;        // the configuration's loss_plan, as written (messages)
+  int64_t chunk_rows = 0;  // 0: auto
+  std::string products;    // "" for auto
+  std::string row_kernel;  // "" for auto, or when not given
+  bool cpu_float32 = true; // the CPU float32 loss (false: a GPU, where autocast may run)
+  std::string device;      // its name (messages)
+  int64_t rows = 0, width = 0, vocab = 0;
+  bool resume = false;     // a resumed run...
+  bool replaced = false;   // ... whose plan --set loss_plan replaces
+  std::string recorded;    // on a resume, the run file's plan ("auto" in files of older versions)
+};
+
+/// The loss plan a training run trains with: auto through fixed_loss_plan (the environment, the
+/// machine's cache, a measurement), or the plan it names (a row kernel left out: the one the CPU
+/// kernel switches give; on a GPU only the chunk applies, said in a line). A resume keeps its
+/// recorded plan unless replaced; where this CPU cannot run the recorded plan it runs
+/// runnable_loss_plan's with a warning (the resume will not be bitwise identical), where it cannot
+/// run a named one it throws UsageError. `agree` (may be empty) makes every rank take one plan
+/// (rank 0's). Says what it chose on the log, each line led by `prefix`.
+LossPlan resolve_run_loss_plan(const LossPlanRequest& request, const std::string& prefix,
+                               const std::function<LossPlan(const LossPlan&)>& agree);
 
 }  // namespace sg

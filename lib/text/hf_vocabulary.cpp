@@ -1,13 +1,13 @@
 // hf_vocabulary.cpp — a vocabulary in the Hugging Face forms (see hf_vocabulary.h).
 #include "lib/text/hf_vocabulary.h"
 
-#include <array>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
 
 #include "lib/base/error.h"
+#include "lib/text/vocabulary.h"
 
 namespace sg {
 namespace {
@@ -18,28 +18,6 @@ constexpr const char* kEndOfText = "<|endoftext|>";
 InputError malformed(const std::string& vocabulary, const std::string& problem) {
   return InputError(vocabulary + ": not a byte-level BPE vocabulary in rank order: " + problem,
                     "a tiktoken rank file must list each byte and then each merge in rank order, as gpt2.tiktoken does");
-}
-
-/// GPT-2's byte-to-character table as UTF-8 strings: '!'..'~', '¡'..'¬', '®'..'ÿ' map to
-/// themselves, the remaining bytes in order to U+0100, U+0101, ...
-std::array<std::string, 256> byte_characters() {
-  std::array<int, 256> code{};
-  std::array<bool, 256> printable{};
-  for (int b = '!'; b <= '~'; ++b) printable[b] = true;
-  for (int b = 0xA1; b <= 0xAC; ++b) printable[b] = true;
-  for (int b = 0xAE; b <= 0xFF; ++b) printable[b] = true;
-  int next = 256;
-  for (int b = 0; b < 256; ++b) code[b] = printable[b] ? b : next++;
-  std::array<std::string, 256> characters;
-  for (int b = 0; b < 256; ++b) {
-    const int c = code[b];
-    if (c < 0x80) {
-      characters[b] = std::string(1, static_cast<char>(c));
-    } else {  // every code is below U+0800: two bytes of UTF-8
-      characters[b] = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
-    }
-  }
-  return characters;
 }
 
 /// The parts that byte-level BPE leaves of `token` when only merges of rank below `limit` apply.
@@ -91,22 +69,16 @@ std::vector<VocabularyFile> rank_order_files(const Tokenizer& source, int64_t mo
     if (!ranks.count(std::string(1, static_cast<char>(b))))
       throw malformed(vocabulary, "byte " + std::to_string(b) + " has no token of its own");
 
-  const auto characters = byte_characters();
-  auto show = [&](const std::string& bytes) {
-    std::string text;
-    for (unsigned char b : bytes) text += characters[b];
-    return text;
-  };
   ordered_json vocab = ordered_json::object();
   std::vector<std::string> merges;
   for (int64_t rank = 0; rank < end_of_text; ++rank) {
     const auto& token = tokens[static_cast<size_t>(rank)];
-    vocab[show(token)] = rank;
+    vocab[byte_level_string(token)] = rank;
     if (token.size() < 2) continue;
     const auto parts = split_below(ranks, token, rank);
     if (parts.size() != 2)
       throw malformed(vocabulary, "token of rank " + std::to_string(rank) + " is not the merge of two lower-ranked tokens");
-    merges.push_back(show(parts[0]) + " " + show(parts[1]));
+    merges.push_back(byte_level_string(parts[0]) + " " + byte_level_string(parts[1]));
   }
   vocab[kEndOfText] = end_of_text;
 
@@ -157,12 +129,10 @@ std::vector<VocabularyFile> hf_vocabulary_files(const Tokenizer& tokenizer, int6
   if (kind == "gpt2" || kind == "tiktoken") return rank_order_files(tokenizer, model_max_length);
   const auto& end_of_text = tokenizer.tokens().at(static_cast<size_t>(tokenizer.eot_id()));
   std::vector<VocabularyFile> files = tokenizer.files();
-  if (kind == "tokenizer.json" && files.size() == 1 && files[0].name == "tokenizer.json") {
-    files.push_back({"tokenizer_config.json", tokenizer_config("PreTrainedTokenizerFast", end_of_text, model_max_length)});
-    return files;
-  }
-  if (kind == "vocab.json+merges.txt" && files.size() == 2) {
-    files.push_back({"tokenizer_config.json", tokenizer_config("GPT2Tokenizer", end_of_text, model_max_length)});
+  const bool fast = kind == "tokenizer.json" && files.size() == 1 && files[0].name == "tokenizer.json";
+  if (fast || (kind == "vocab.json+merges.txt" && files.size() == 2)) {
+    const char* tokenizer_class = fast ? "PreTrainedTokenizerFast" : "GPT2Tokenizer";
+    files.push_back({"tokenizer_config.json", tokenizer_config(tokenizer_class, end_of_text, model_max_length)});
     return files;
   }
   throw InputError(tokenizer.path() + ": a vocabulary of kind '" + kind + "' without its files",

@@ -5,7 +5,7 @@
 #include <unicode/unistr.h>
 #include <unicode/uchar.h>
 
-#include "lib/text/tokenizer.h"
+#include "lib/text/unicode.h"
 
 namespace sg {
 

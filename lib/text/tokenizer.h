@@ -34,7 +34,8 @@
 // The tiktoken rank file and vocab.json + merges.txt have no added tokens and no normaliser:
 // encode() is then tiktoken's encode_ordinary, and "<|endoftext|>" in the text is ordinary text.
 //
-// Not here: training; tokenizer.json options that would change the ids and are not implemented
+// Not here: reading the vocabulary files (vocabulary.h), the Unicode classes, UTF-8 repair and NFC
+// (unicode.h); training; tokenizer.json options that would change the ids and are not implemented
 // (another model type or pre-tokeniser, add_prefix_space, byte_fallback, dropout, subword
 // prefixes, normalizers other than NFC) are refused with an InputError. NFC uses ICU's tables
 // (Unicode 15 in ICU 72), `tokenizers` its own (Unicode 9): they differ only on the few combining
@@ -46,63 +47,12 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/text/vocabulary.h"
+
 namespace sg {
-
-/// The class of a code point in the GPT-2 pattern: \p{L}, \p{N}, \s (Unicode White_Space) or
-/// none of these, as tiktoken's regex engine classifies it.
-enum class CharClass : uint8_t { other = 0, letter = 1, number = 2, space = 3 };
-
-/// The class of code_point (anything above U+10FFFF is other).
-CharClass char_class(char32_t code_point);
-
-/// text with every ill-formed UTF-8 sequence replaced by U+FFFD (EF BF BD), as Python's
-/// bytes.decode("utf-8", errors="replace") does; valid text is returned unchanged.
-std::string replace_invalid_utf8(std::string_view text);
-
-/// Whether text is well-formed UTF-8 (no surrogates, no overlong forms, nothing above U+10FFFF).
-bool is_valid_utf8(std::string_view text);
 
 /// The GPT-2 pre-tokens of text (valid UTF-8), in order; they concatenate to text.
 std::vector<std::string_view> pretokenize(std::string_view text);
-
-/// The largest vocabulary file a tool reads (64 MiB; GPT-2's tokenizer.json has 1.4 MB): a file
-/// above it, or anything but a regular file (a FIFO, /dev/zero), is an InputError naming it.
-inline constexpr int64_t kMaxVocabularyFileBytes = int64_t{64} << 20;
-
-/// One file of a vocabulary as it was read: its canonical name ("tokenizer.json", "vocab.json",
-/// "merges.txt" or "vocabulary.tiktoken") and its bytes.
-struct VocabularyFile {
-  std::string name;
-  std::string bytes;
-};
-
-/// What identifies a vocabulary (lib/SCHEMA.md "Tokenizer identity"): the same identity decodes
-/// the same ids to the same bytes and encodes text to the same ids.
-struct TokenizerIdentity {
-  /// "gpt2" (GPT-2's 50,257 tokens, in any of the formats), "tiktoken" (another rank file),
-  /// "tokenizer.json" or "vocab.json+merges.txt"; "" when not known (files of older versions).
-  std::string kind;
-  std::string sha256;  // of the vocabulary file's bytes (vocab.json's then merges.txt's, concatenated)
-  int64_t vocab_size = 0;
-  int64_t eot_id = -1;
-
-  bool known() const { return !kind.empty(); }
-  /// Whether a tokenizer of `other` decodes ids exactly as this one: both GPT-2's, or the same sha256.
-  bool same_vocabulary(const TokenizerIdentity& other) const;
-  /// "kind, sha256 1234abcd…, V ids" for messages.
-  std::string describe() const;
-};
-
-/// The vocabulary a tool uses when none is given: $SINKGATE_VOCAB, else gpt2.tiktoken in the
-/// cache folder that setup.sh fills ($SINKGATE_CACHE, else $XDG_CACHE_HOME/sinkgate, else
-/// ~/.cache/sinkgate).
-std::string default_vocabulary_path();
-
-/// The files that Tokenizer::load(path) may read, existing ones only: a folder's tokenizer.json, else
-/// its vocab.json and merges.txt; for merges.txt also the vocab.json beside it; for any other file
-/// itself and, unless it is a tokenizer.json or a .tiktoken file, the merges.txt beside it. Every
-/// one is an input that no output may overwrite (h5::check_writable).
-std::vector<std::string> vocabulary_files(const std::string& path);
 
 class Tokenizer {
  public:

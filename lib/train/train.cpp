@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -84,78 +85,40 @@ void check_same_weights(GPTImpl& model, Communicator& communicator, int64_t step
             " ranks hold the same weights after step " + std::to_string(step) + " (sha256 " + digest.substr(0, 16) + "…)");
 }
 
-/// The environment variables that choose the loss plan of a run that has none (loss_tuning.h)
-/// and are set, by the name they were given.
-std::vector<std::string> plan_variables_set() {
-  std::vector<std::string> names;
-  for (const char* suffix : {"LOSS_CHUNK_ROWS", "LOSS_PRODUCTS", "LOSS_PACKED", "LOSS_TUNING", "CPU_KERNELS"})
-    if (sinkgate_env(suffix)) names.push_back(sinkgate_env_name(suffix));
-  return names;
-}
-
 int64_t row_kernel_number(const std::string& name) { return name == "avx512f" ? 2 : name == "avx2" ? 1 : 0; }
 std::string row_kernel_named(int64_t number) { return number == 2 ? "avx512f" : number == 1 ? "avx2" : "portable"; }
 
-/// The loss plan the run trains with (lib/SCHEMA.md "loss_plan"), from config.train.loss_plan:
-/// auto through loss_tuning (the environment, the machine's cache, a measurement), or the plan it
-/// names (a row kernel left out: the one the CPU kernel switches give). `recorded` is the run
-/// file's plan on a resume ("auto" in files of older versions). Says what it chose, and warns
-/// where a resume will not be bitwise identical to an uninterrupted run. With a communicator,
-/// every rank takes rank 0's plan.
+/// The loss plan the run trains with (loss_tuning.h, resolve_run_loss_plan) from config.train.loss_plan;
+/// `recorded` is the run file's plan on a resume. With a communicator, every rank takes rank 0's plan.
 LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, const std::string& recorded,
                        Communicator* communicator, const std::string& prefix) {
-  const bool cpu_float32 = options.device.is_cpu();  // autocast (bf16) runs on CUDA only
   const LossPlanSpec spec = parse_loss_plan(config.train.loss_plan);
-  const bool keeps_recorded = options.resume && options.loss_plan.empty() && recorded != "auto";
-  LossPlan plan;
-  if (spec.automatic()) {
-    plan = fixed_loss_plan(cpu_float32, config.train.micro_batch * config.model.block_size, config.model.n_embd,
-                           config.model.vocab_size);
-  } else if (!cpu_float32) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
-    plan = {spec.chunk_rows, LossProducts::plain, "portable"};
-    if (spec.products != "plain" || (!spec.row_kernel.empty() && spec.row_kernel != "portable"))
-      log::info(prefix + "on " + options.device.str() + " the loss runs cuBLAS's products and ATen's rows: of loss_plan " +
-                config.train.loss_plan + " only the chunk of " + std::to_string(spec.chunk_rows) + " rows applies");
-  } else {
-    plan = {spec.chunk_rows, *loss_products_named(spec.products),
-            !spec.row_kernel.empty() ? spec.row_kernel : has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable"};
-    if (const std::string missing = loss_plan_missing(plan); !missing.empty()) {
-      if (!keeps_recorded)
-        throw UsageError("loss_plan " + loss_plan_text(plan) + " needs " + missing,
-                         "name a plan this machine runs, or --set loss_plan=auto");
-      const LossPlan instead = runnable_loss_plan(plan);
-      log::warn("this machine cannot run the run's loss plan " + loss_plan_text(plan) + " (no " +
-                missing + "): it runs " + loss_plan_text(instead) +
-                ", so the resumed run will not be bitwise identical to an uninterrupted one");
-      plan = instead;
-    }
-  }
-  if (communicator) {  // rank 0's plan everywhere: one arithmetic for every rank's share
-    std::vector<torch::Tensor> numbers{torch::tensor({plan.chunk_rows, static_cast<int64_t>(plan.products),
-                                                      row_kernel_number(plan.row_kernel)},
-                                                     torch::TensorOptions().dtype(torch::kLong))
-                                           .to(options.device)};
-    communicator->broadcast(numbers, "the broadcast of rank 0's loss plan");
-    const auto values = numbers[0].to(torch::kCPU);
-    plan = {values[0].item<int64_t>(), static_cast<LossProducts>(values[1].item<int64_t>()),
-            row_kernel_named(values[2].item<int64_t>())};
-  }
-  const std::string text = loss_plan_text(plan);
-  if (keeps_recorded) {
-    std::string note;
-    for (const auto& name : plan_variables_set()) note += (note.empty() ? "" : ", ") + name;
-    log::info(prefix + "loss plan " + text + ", the run's own (recorded in its file)" +
-              (note.empty() ? "" : "; " + note + " would choose a new run's plan, not this one's: --set loss_plan=... replaces it"));
-  } else if (options.resume && recorded == "auto") {
-    log::info(prefix + "loss plan " + text + ": the run file records none (written before sinkgate recorded it), so "
-              "this resume fixes one and records it; the steps before may have run another");
-  } else if (options.resume && text != recorded) {
-    log::warn("loss plan " + text + " replaces the run's " + recorded +
-              " (--set loss_plan): the resumed run will not be bitwise identical to an uninterrupted one");
-  } else {
-    log::info(prefix + "loss plan " + text + (spec.automatic() ? " (auto: chosen for this machine; recorded in the run file)" : ""));
-  }
-  return plan;
+  LossPlanRequest request;
+  request.text = config.train.loss_plan;
+  request.chunk_rows = spec.chunk_rows;
+  request.products = spec.products;
+  request.row_kernel = spec.row_kernel;
+  request.cpu_float32 = options.device.is_cpu();  // autocast (bf16) runs on CUDA only
+  request.device = options.device.str();
+  request.rows = config.train.micro_batch * config.model.block_size;
+  request.width = config.model.n_embd;
+  request.vocab = config.model.vocab_size;
+  request.resume = options.resume;
+  request.replaced = !options.loss_plan.empty();
+  request.recorded = recorded;
+  std::function<LossPlan(const LossPlan&)> agree;
+  if (communicator)  // rank 0's plan everywhere: one arithmetic for every rank's share
+    agree = [&](const LossPlan& plan) {
+      std::vector<torch::Tensor> numbers{torch::tensor({plan.chunk_rows, static_cast<int64_t>(plan.products),
+                                                        row_kernel_number(plan.row_kernel)},
+                                                       torch::TensorOptions().dtype(torch::kLong))
+                                             .to(options.device)};
+      communicator->broadcast(numbers, "the broadcast of rank 0's loss plan");
+      const auto values = numbers[0].to(torch::kCPU);
+      return LossPlan{values[0].item<int64_t>(), static_cast<LossProducts>(values[1].item<int64_t>()),
+                      row_kernel_named(values[2].item<int64_t>())};
+    };
+  return resolve_run_loss_plan(request, prefix, agree);
 }
 
 }  // namespace
@@ -420,6 +383,61 @@ std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, 
   return {loss_sum.item<double>(), signal_seen};
 }
 
+/// The run's first line: its size, its batch and the steps to go.
+void announce(const Session& session, const TrainOptions& options, int64_t parameters, int64_t tokens_per_step) {
+  const auto& config = session.config;
+  const auto& t = config.train;
+  std::ostringstream line;
+  line << session.prefix << parameters << " parameters, " << tokens_per_step << " tokens a step (" << t.micro_batch
+       << " x " << t.accumulation << " sequences of " << config.model.block_size << "), "
+       << t.iterations - session.state.step << " steps to go";
+  if (session.communicator)
+    line << "; " << session.world << " ranks (" << options.distributed.launcher << "), " << t.batch() / session.world
+         << " sequences each a step";
+  log::info(line.str());
+}
+
+/// Counts a finished step in the run's state and curves; returns its record for --log-json.
+nlohmann::ordered_json record_step(Session& session, int64_t tokens_per_step, double train_loss, double lr,
+                                   double step_seconds) {
+  auto& state = session.state;
+  ++state.step;
+  state.data_position = state.step * session.config.train.batch();
+  state.tokens_seen += tokens_per_step;
+  const double speed = static_cast<double>(tokens_per_step) / step_seconds;
+  state.curves.step.push_back(state.step);
+  state.curves.train_loss.push_back(train_loss);
+  state.curves.lr.push_back(lr);
+  state.curves.tokens_per_second.push_back(speed);
+  return {{"run", session.name},
+          {"step", state.step},
+          {"train_loss", JsonLog::number(train_loss)},
+          {"lr", lr},
+          {"tokens_per_second", JsonLog::number(speed)}};
+}
+
+/// The validation loss after a step (eval_batches), in the curves, the progress and the record.
+double evaluate_step(GPTImpl& model, Session& session, const TokenFile& tokens, const TrainOptions& options,
+                     Progress& progress, nlohmann::ordered_json& record) {
+  auto& state = session.state;
+  const auto eval_start = Clock::now();
+  const double val = validation_loss(model, tokens, session.config, session.config.train.eval_batches, options.device,
+                                     session.communicator.get());
+  progress.add_evaluation(seconds_since(eval_start));
+  state.curves.val_step.push_back(state.step);
+  state.curves.val_loss.push_back(val);
+  record["val_loss"] = JsonLog::number(val);
+  return val;
+}
+
+/// The error of a run stopped by SIGTERM or SIGINT after the checkpoint of its step.
+[[noreturn]] void interrupted(int signal, const RunState& state, int64_t iterations, const TrainOptions& options) {
+  throw InterruptedError(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + " at step " +
+                             std::to_string(state.step) + " of " + std::to_string(iterations) +
+                             "; the checkpoint of this step is in " + options.output,
+                         "continue the run: sg-train --tokens " + options.token_file + " --resume -o " + options.output);
+}
+
 }  // namespace
 
 TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
@@ -434,16 +452,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
 
   const auto& t = config.train;
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
-  {
-    std::ostringstream line;
-    line << prefix << model->parameter_count() << " parameters, " << tokens_per_step << " tokens a step (" << t.micro_batch
-         << " x " << t.accumulation << " sequences of " << config.model.block_size << "), " << t.iterations - state.step
-         << " steps to go";
-    if (communicator)
-      line << "; " << session.world << " ranks (" << options.distributed.launcher << "), " << t.batch() / session.world
-           << " sequences each a step";
-    log::info(line.str());
-  }
+  announce(session, options, model->parameter_count(), tokens_per_step);
   const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, prefix);
   config.train.loss_plan = loss_plan_text(loss_plan);
   state.config.train.loss_plan = config.train.loss_plan;
@@ -477,31 +486,12 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     optimizer->clip_and_step(t.grad_clip);
     if (options.device.is_cuda()) torch::cuda::synchronize();
     const double step_seconds = seconds_since(step_start);
-    ++state.step;
     progress.add_step(step_seconds);
-    state.data_position = state.step * t.batch();
-    state.tokens_seen += tokens_per_step;
-    state.curves.step.push_back(state.step);
-    state.curves.train_loss.push_back(train_loss);
-    state.curves.lr.push_back(lr);
-    state.curves.tokens_per_second.push_back(static_cast<double>(tokens_per_step) / step_seconds);
-    nlohmann::ordered_json record = {{"run", session.name},
-                                     {"step", state.step},
-                                     {"train_loss", JsonLog::number(train_loss)},
-                                     {"lr", lr},
-                                     {"tokens_per_second", JsonLog::number(static_cast<double>(tokens_per_step) / step_seconds)}};
+    auto record = record_step(session, tokens_per_step, train_loss, lr, step_seconds);
 
     const bool last = state.step == t.iterations;
     const bool evaluate = state.step % t.eval_interval == 0 || last;
-    double val = std::nan("");
-    if (evaluate) {
-      const auto eval_start = Clock::now();
-      val = validation_loss(*model, tokens, config, t.eval_batches, options.device, communicator);
-      progress.add_evaluation(seconds_since(eval_start));
-      state.curves.val_step.push_back(state.step);
-      state.curves.val_loss.push_back(val);
-      record["val_loss"] = JsonLog::number(val);
-    }
+    const double val = evaluate ? evaluate_step(*model, session, tokens, options, progress, record) : std::nan("");
     json.write(record);
     if (evaluate || progress.due()) log::info(progress.line(prefix, state.step, train_loss, evaluate, val, lr, state.finished));
     if (last) {
@@ -512,11 +502,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     const bool stop = options.stop_after > 0 && progress.steps() >= options.stop_after;
     if (communicator && (last || stop || signal)) check_same_weights(*model, *communicator, state.step);
     if (state.step % t.checkpoint_interval == 0 || last || stop || signal) save();
-    if (signal && !state.finished)
-      throw InterruptedError(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + " at step " +
-                                 std::to_string(state.step) + " of " + std::to_string(t.iterations) +
-                                 "; the checkpoint of this step is in " + options.output,
-                             "continue the run: sg-train --tokens " + options.token_file + " --resume -o " + options.output);
+    if (signal && !state.finished) interrupted(signal, state, t.iterations, options);
     if (stop) break;
   }
   TrainSummary summary;

@@ -5,7 +5,7 @@
 # LAMBADA, sg-sample's greedy text, sg-survey's statistics: tests/export_round_trip.py), and refuses
 # a folder whose config.json or tensors do not match; bad outputs and inputs are refused.
 # (Logits, attention weights and cached decoding against transformers for every arm, the tokenizer
-# files against tiktoken: tests/model/test_export.cpp.)
+# files against tiktoken: tests/hf/test_export.cpp.)
 set(SG_EXPORT_DATA ${CMAKE_CURRENT_BINARY_DIR}/cli-export)
 file(MAKE_DIRECTORY ${SG_EXPORT_DATA})
 set(export $<TARGET_FILE:sg-export>)

@@ -11,7 +11,7 @@
 #ifdef SG_OPTION_TABLES_TORCH
 #include "lib/instruments/corruption.h"
 #include "lib/instruments/probe.h"
-#include "lib/instruments/zero_shot.h"
+#include "lib/instruments/evaluation.h"
 #endif
 
 namespace {

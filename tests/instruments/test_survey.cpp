@@ -16,13 +16,13 @@
 
 #include "lib/analysis/tabulate.h"
 #include "lib/base/error.h"
+#include "lib/hf/pretrained.h"
 #include "lib/instruments/survey.h"
 #include "lib/io/provenance.h"
 #include "lib/io/safetensors.h"
-#include "lib/run/config.h"
 #include "lib/model/model.h"
-#include "lib/model/pretrained.h"
 #include "lib/model/tensors.h"
+#include "lib/run/config.h"
 #include "tests/support.h"
 
 using Catch::Matchers::Contains;

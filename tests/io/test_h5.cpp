@@ -1,5 +1,6 @@
 // Tests of lib/io/h5: array round trips for every dtype, attributes, groups, strings, extendable
-// datasets read by slices, atomic writes, and the errors a reader meets on bad files. (Tensors
+// datasets read by slices, atomic writes, and the errors a reader meets on bad files (with
+// lib/io/h5_structure, the structure check File::open makes). (Tensors
 // through this layer: tests/model/test_tensors.cpp.)
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // the metadata, sharded folders, and an InputError naming the file and the problem for each kind
 // of damage (malformed header, truncated data, offsets outside the file, byte lengths that do not
 // fit the shape, unknown dtypes, overlapping tensors, broken indexes). Decoding to tensors:
-// tests/model/test_tensors.cpp; files written by Python's safetensors: tests/model/test_pretrained.cpp.
+// tests/model/test_tensors.cpp; files written by Python's safetensors: tests/hf/test_pretrained.cpp.
 #include <catch2/catch.hpp>
 
 #include <cstdio>

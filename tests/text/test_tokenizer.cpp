@@ -1,5 +1,7 @@
-// Tests of lib/text/tokenizer. Every expected id comes from tiktoken's gpt2 encoding (or HF tokenizers),
-// run by tests/tokenizer_reference.py on the same bytes; nothing is compared with our own output.
+// Tests of lib/text/tokenizer, with lib/text/unicode (character classes, UTF-8 repair) and
+// lib/text/vocabulary (the readers, through Tokenizer::load). Every expected id comes from tiktoken's
+// gpt2 encoding (or HF tokenizers), run by tests/tokenizer_reference.py on the same bytes; nothing is
+// compared with our own output.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 
 #include "lib/base/error.h"
 #include "lib/text/tokenizer.h"
+#include "lib/text/unicode.h"
 #include "tests/support.h"
 
 namespace {
@@ -326,7 +329,7 @@ TEST_CASE("character classes equal those of tiktoken's regex engine for every co
       UNSCOPED_INFO("U+" << std::hex << static_cast<uint32_t>(c) << ": ours " << int(sg::char_class(c)) << ", tiktoken "
                          << int(classes[c]));
   }
-  INFO("regenerate the tables of lib/text/tokenizer.cpp with: python tests/tokenizer_reference.py tables");
+  INFO("regenerate the tables of lib/text/unicode.cpp with: python tests/tokenizer_reference.py tables");
   CHECK(mismatches == 0);
   CHECK(sg::char_class(0x110000) == sg::CharClass::other);
 }

@@ -15,13 +15,13 @@
 #include <sstream>
 
 #include "lib/base/error.h"
+#include "lib/hf/export.h"
+#include "lib/hf/hf_layout.h"
+#include "lib/hf/language_model.h"
+#include "lib/hf/pretrained.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/checkpoint.h"
-#include "lib/model/export.h"
-#include "lib/model/hf_layout.h"
-#include "lib/model/language_model.h"
 #include "lib/model/model.h"
-#include "lib/model/pretrained.h"
 #include "lib/text/tokenizer.h"
 #include "lib/text/tokenizer_record.h"
 #include "tests/support.h"
@@ -293,7 +293,7 @@ TEST_CASE("export: refuses a file for DIR, a non-empty DIR without force and ano
 }
 
 TEST_CASE("export: the name table covers every arm's parameters, one tensor name each", "[export]") {
-  // A parameter without a row in lib/model/hf_layout.cpp (a new arm option) fails here by name.
+  // A parameter without a row in lib/hf/hf_layout.cpp (a new arm option) fails here by name.
   for (const char* zero : {"none", "offbyone", "sinklogit", "sinktoken"}) {
     for (const char* filter : {"none", "normgate", "renorm", "projgate"}) {
       auto config = sg::make_run_config("tiny", std::string(zero) + "+" + filter, 0).model;

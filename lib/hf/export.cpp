@@ -1,5 +1,5 @@
 // export.cpp — a run file as a Hugging Face folder (see export.h).
-#include "lib/model/export.h"
+#include "lib/hf/export.h"
 
 #include <dirent.h>
 #include <ftw.h>
@@ -18,9 +18,9 @@
 #include "lib/base/error.h"
 #include "lib/base/log.h"
 #include "lib/base/paths.h"
+#include "lib/hf/hf_layout.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/checkpoint.h"
-#include "lib/model/hf_layout.h"
 #include "lib/text/hf_vocabulary.h"
 #include "lib/text/tokenizer.h"
 #include "lib/text/tokenizer_record.h"

@@ -1,5 +1,5 @@
 // pretrained.cpp — GPT-2 and GPT-NeoX from Hugging Face checkpoints (see pretrained.h).
-#include "lib/model/pretrained.h"
+#include "lib/hf/pretrained.h"
 
 #include <sys/stat.h>
 
@@ -175,6 +175,50 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
   return bias.defined() ? F::linear(x, weight, bias) : F::linear(x, weight);
 }
 
+/// Block l of a GPT-2 checkpoint. Conv1D stores (in, out); nn.Linear's layout is (out, in).
+PretrainedBlock gpt2_block(WeightReader& reader, const PretrainedConfig& c, int64_t l) {
+  const int64_t C = c.n_embd, I = c.n_inner;
+  const std::string p = "h." + std::to_string(l) + ".";
+  PretrainedBlock b;
+  b.ln1_weight = reader.load(p + "ln_1.weight", {C});
+  b.ln1_bias = reader.load(p + "ln_1.bias", {C});
+  b.qkv_weight = reader.load(p + "attn.c_attn.weight", {C, 3 * C}).t().contiguous();
+  b.qkv_bias = reader.load(p + "attn.c_attn.bias", {3 * C});
+  b.proj_weight = reader.load(p + "attn.c_proj.weight", {C, C}).t().contiguous();
+  b.proj_bias = reader.load(p + "attn.c_proj.bias", {C});
+  b.ln2_weight = reader.load(p + "ln_2.weight", {C});
+  b.ln2_bias = reader.load(p + "ln_2.bias", {C});
+  b.fc_weight = reader.load(p + "mlp.c_fc.weight", {C, I}).t().contiguous();
+  b.fc_bias = reader.load(p + "mlp.c_fc.bias", {I});
+  b.out_weight = reader.load(p + "mlp.c_proj.weight", {I, C}).t().contiguous();
+  b.out_bias = reader.load(p + "mlp.c_proj.bias", {C});
+  return b;
+}
+
+/// Block l of a GPT-NeoX checkpoint. query_key_value rows are per head [q_h; k_h; v_h]:
+/// (H, 3, d) -> (3, H, d), i.e. [Q; K; V].
+PretrainedBlock neox_block(WeightReader& reader, const PretrainedConfig& c, int64_t l) {
+  const int64_t C = c.n_embd, I = c.n_inner, H = c.n_head, d = c.head_dim();
+  const std::string p = "layers." + std::to_string(l) + ".";
+  PretrainedBlock b;
+  b.ln1_weight = reader.load(p + "input_layernorm.weight", {C});
+  b.ln1_bias = reader.load(p + "input_layernorm.bias", {C});
+  b.ln2_weight = reader.load(p + "post_attention_layernorm.weight", {C});
+  b.ln2_bias = reader.load(p + "post_attention_layernorm.bias", {C});
+  b.qkv_weight = reader.load(p + "attention.query_key_value.weight", {3 * C, C})
+                     .view({H, 3, d, C}).transpose(0, 1).reshape({3 * C, C}).contiguous();
+  b.proj_weight = reader.load(p + "attention.dense.weight", {C, C});
+  if (c.attention_bias) {
+    b.qkv_bias = reader.load(p + "attention.query_key_value.bias", {3 * C}).view({H, 3, d}).transpose(0, 1).reshape({3 * C}).contiguous();
+    b.proj_bias = reader.load(p + "attention.dense.bias", {C});
+  }
+  b.fc_weight = reader.load(p + "mlp.dense_h_to_4h.weight", {I, C});
+  b.fc_bias = reader.load(p + "mlp.dense_h_to_4h.bias", {I});
+  b.out_weight = reader.load(p + "mlp.dense_4h_to_h.weight", {C, I});
+  b.out_bias = reader.load(p + "mlp.dense_4h_to_h.bias", {C});
+  return b;
+}
+
 }  // namespace
 
 int64_t PretrainedConfig::rotary_dims() const {
@@ -197,36 +241,51 @@ nlohmann::json read_config_json(const std::string& path) {
 
 PretrainedConfig read_pretrained_config(const std::string& path) { return parse_pretrained_config(read_config_json(path), path); }
 
+namespace {
+
+/// config.json's names, and defaults, of the fields GPT-2 and GPT-NeoX both have.
+struct SharedFieldNames {
+  const char *width, *heads, *layers, *positions;
+  int64_t positions_default;
+  const char* inner;
+  bool inner_required;  // else 4 × the width where absent
+  const char *epsilon, *activation, *activation_default;
+  bool tied_default;
+};
+
+constexpr SharedFieldNames kGpt2Names{"n_embd", "n_head", "n_layer", "n_positions", 1024, "n_inner", false,
+                                      "layer_norm_epsilon", "activation_function", "gelu_new", true};
+constexpr SharedFieldNames kNeoxNames{"hidden_size", "num_attention_heads", "num_hidden_layers", "max_position_embeddings",
+                                      2048, "intermediate_size", true, "layer_norm_eps", "hidden_act", "gelu", false};
+
+void read_shared_fields(const ConfigReader& r, const SharedFieldNames& names, PretrainedConfig& c, const std::string& path) {
+  c.n_embd = r.integer(names.width);
+  c.n_head = r.integer(names.heads);
+  c.n_layer = r.integer(names.layers);
+  c.vocab_size = r.integer("vocab_size");
+  c.n_positions = r.integer(names.positions, names.positions_default);
+  c.n_inner = names.inner_required ? r.integer(names.inner) : r.integer(names.inner, 4 * c.n_embd);
+  c.layer_norm_eps = r.real(names.epsilon, 1e-5);
+  c.gelu_tanh = parse_activation(r.text(names.activation, names.activation_default), path);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", names.tied_default);
+}
+
+}  // namespace
+
 PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std::string& path) {
   const ConfigReader r(object, path);
   PretrainedConfig c;
   const auto type = r.text("model_type", "");
   if (type == "gpt2") {
     c.architecture = Architecture::gpt2;
-    c.n_embd = r.integer("n_embd");
-    c.n_head = r.integer("n_head");
-    c.n_layer = r.integer("n_layer");
-    c.vocab_size = r.integer("vocab_size");
-    c.n_positions = r.integer("n_positions", 1024);
-    c.n_inner = r.integer("n_inner", 4 * c.n_embd);
-    c.layer_norm_eps = r.real("layer_norm_epsilon", 1e-5);
-    c.gelu_tanh = parse_activation(r.text("activation_function", "gelu_new"), path);
-    c.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+    read_shared_fields(r, kGpt2Names, c, path);
     c.scale_attn_weights = r.boolean("scale_attn_weights", true);
     c.scale_attn_by_inverse_layer_idx = r.boolean("scale_attn_by_inverse_layer_idx", false);
     if (r.boolean("add_cross_attention", false))
       throw InputError(path + ": add_cross_attention is set; only decoder-only GPT-2 models are supported");
   } else if (type == "gpt_neox") {
     c.architecture = Architecture::gpt_neox;
-    c.n_embd = r.integer("hidden_size");
-    c.n_head = r.integer("num_attention_heads");
-    c.n_layer = r.integer("num_hidden_layers");
-    c.vocab_size = r.integer("vocab_size");
-    c.n_positions = r.integer("max_position_embeddings", 2048);
-    c.n_inner = r.integer("intermediate_size");
-    c.layer_norm_eps = r.real("layer_norm_eps", 1e-5);
-    c.gelu_tanh = parse_activation(r.text("hidden_act", "gelu"), path);
-    c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+    read_shared_fields(r, kNeoxNames, c, path);
     c.use_parallel_residual = r.boolean("use_parallel_residual", true);
     c.attention_bias = r.boolean("attention_bias", true);
     // transformers 4 (the hub's Pythia files): rotary_pct, rotary_emb_base, rope_scaling;
@@ -275,76 +334,24 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
   model.files_.push_back(config_path);
   for (const auto& p : weights.paths()) model.files_.push_back(p);
   torch::NoGradGuard no_grad;
-  const int64_t C = c.n_embd, I = c.n_inner, V = c.vocab_size;
+  const int64_t C = c.n_embd, V = c.vocab_size;
   const bool gpt2 = c.architecture == Architecture::gpt2;
   WeightReader reader(weights, c, device, gpt2 ? std::vector<std::string>{"transformer.", ""}
                                                : std::vector<std::string>{"gpt_neox.", ""});
   std::set<std::string> used;  // of an untied output layer
-  if (gpt2) {
-    model.token_embedding_ = reader.load("wte.weight", {V, C});
-    model.position_embedding_ = reader.load("wpe.weight", {c.n_positions, C});
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-      const std::string p = "h." + std::to_string(l) + ".";
-      PretrainedBlock b;
-      b.ln1_weight = reader.load(p + "ln_1.weight", {C});
-      b.ln1_bias = reader.load(p + "ln_1.bias", {C});
-      // Conv1D stores (in, out); nn.Linear's layout is (out, in).
-      b.qkv_weight = reader.load(p + "attn.c_attn.weight", {C, 3 * C}).t().contiguous();
-      b.qkv_bias = reader.load(p + "attn.c_attn.bias", {3 * C});
-      b.proj_weight = reader.load(p + "attn.c_proj.weight", {C, C}).t().contiguous();
-      b.proj_bias = reader.load(p + "attn.c_proj.bias", {C});
-      b.ln2_weight = reader.load(p + "ln_2.weight", {C});
-      b.ln2_bias = reader.load(p + "ln_2.bias", {C});
-      b.fc_weight = reader.load(p + "mlp.c_fc.weight", {C, I}).t().contiguous();
-      b.fc_bias = reader.load(p + "mlp.c_fc.bias", {I});
-      b.out_weight = reader.load(p + "mlp.c_proj.weight", {I, C}).t().contiguous();
-      b.out_bias = reader.load(p + "mlp.c_proj.bias", {C});
-      model.blocks_.push_back(b);
-    }
-    model.final_norm_weight_ = reader.load("ln_f.weight", {C});
-    model.final_norm_bias_ = reader.load("ln_f.bias", {C});
-    if (c.tie_word_embeddings) {
-      model.head_weight_ = model.token_embedding_;
-    } else {
-      WeightReader head(weights, c, device, {""});
-      model.head_weight_ = head.load("lm_head.weight", {V, C});
-      model.parameter_count_ += head.count();
-      used = head.used();
-    }
+  model.token_embedding_ = reader.load(gpt2 ? "wte.weight" : "embed_in.weight", {V, C});
+  if (gpt2) model.position_embedding_ = reader.load("wpe.weight", {c.n_positions, C});
+  for (int64_t l = 0; l < c.n_layer; ++l) model.blocks_.push_back(gpt2 ? gpt2_block(reader, c, l) : neox_block(reader, c, l));
+  const std::string final_norm = gpt2 ? "ln_f" : "final_layer_norm";
+  model.final_norm_weight_ = reader.load(final_norm + ".weight", {C});
+  model.final_norm_bias_ = reader.load(final_norm + ".bias", {C});
+  if (c.tie_word_embeddings) {
+    model.head_weight_ = model.token_embedding_;
   } else {
-    const int64_t H = c.n_head, d = c.head_dim();
-    model.token_embedding_ = reader.load("embed_in.weight", {V, C});
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-      const std::string p = "layers." + std::to_string(l) + ".";
-      PretrainedBlock b;
-      b.ln1_weight = reader.load(p + "input_layernorm.weight", {C});
-      b.ln1_bias = reader.load(p + "input_layernorm.bias", {C});
-      b.ln2_weight = reader.load(p + "post_attention_layernorm.weight", {C});
-      b.ln2_bias = reader.load(p + "post_attention_layernorm.bias", {C});
-      // query_key_value rows are per head [q_h; k_h; v_h]: (H, 3, d) -> (3, H, d), i.e. [Q; K; V].
-      b.qkv_weight = reader.load(p + "attention.query_key_value.weight", {3 * C, C})
-                         .view({H, 3, d, C}).transpose(0, 1).reshape({3 * C, C}).contiguous();
-      b.proj_weight = reader.load(p + "attention.dense.weight", {C, C});
-      if (c.attention_bias) {
-        b.qkv_bias = reader.load(p + "attention.query_key_value.bias", {3 * C}).view({H, 3, d}).transpose(0, 1).reshape({3 * C}).contiguous();
-        b.proj_bias = reader.load(p + "attention.dense.bias", {C});
-      }
-      b.fc_weight = reader.load(p + "mlp.dense_h_to_4h.weight", {I, C});
-      b.fc_bias = reader.load(p + "mlp.dense_h_to_4h.bias", {I});
-      b.out_weight = reader.load(p + "mlp.dense_4h_to_h.weight", {C, I});
-      b.out_bias = reader.load(p + "mlp.dense_4h_to_h.bias", {C});
-      model.blocks_.push_back(b);
-    }
-    model.final_norm_weight_ = reader.load("final_layer_norm.weight", {C});
-    model.final_norm_bias_ = reader.load("final_layer_norm.bias", {C});
-    if (c.tie_word_embeddings) {
-      model.head_weight_ = model.token_embedding_;
-    } else {
-      WeightReader head(weights, c, device, {""});
-      model.head_weight_ = head.load("embed_out.weight", {V, C});
-      model.parameter_count_ += head.count();
-      used = head.used();
-    }
+    WeightReader head(weights, c, device, {""});
+    model.head_weight_ = head.load(gpt2 ? "lm_head.weight" : "embed_out.weight", {V, C});
+    model.parameter_count_ += head.count();
+    used = head.used();
   }
   model.parameter_count_ += reader.count();
   // Every tensor of the folder is used, but for transformers' own leftovers: a config.json of fewer

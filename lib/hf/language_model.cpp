@@ -1,12 +1,12 @@
 // language_model.cpp — see language_model.h.
-#include "lib/model/language_model.h"
+#include "lib/hf/language_model.h"
 
 #include <sys/stat.h>
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/hf/hf_layout.h"
 #include "lib/io/safetensors.h"
-#include "lib/model/hf_layout.h"
 #include "lib/text/tokenizer_record.h"
 
 namespace sg {

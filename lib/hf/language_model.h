@@ -1,6 +1,6 @@
 // language_model.h — one interface over the two kinds of causal language model the instruments
 // score and sample from: a sinkgate run file (any arm, lib/model/model.h) and a Hugging Face GPT-2
-// or GPT-NeoX (Pythia) folder (lib/model/pretrained.h), each with the tokenizer its ids belong to.
+// or GPT-NeoX (Pythia) folder (lib/hf/pretrained.h), each with the tokenizer its ids belong to.
 // A folder that sg-export wrote is the run it came from (hf_layout.h): an arm's model_type
 // "sinkgate" is read as the sinkgate model of that arm, the baseline's plain GPT-2 as GPT-2; both
 // carry the run's state (configuration, step) from config.json.
@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/hf/pretrained.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/model.h"
-#include "lib/model/pretrained.h"
 #include "lib/text/tokenizer.h"
 
 namespace sg {

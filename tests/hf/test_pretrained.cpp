@@ -16,9 +16,9 @@
 #include <sstream>
 
 #include "lib/base/error.h"
+#include "lib/hf/pretrained.h"
 #include "lib/io/provenance.h"
 #include "lib/io/safetensors.h"
-#include "lib/model/pretrained.h"
 #include "lib/model/tensors.h"
 #include "tests/support.h"
 

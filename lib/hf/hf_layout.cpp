@@ -1,5 +1,5 @@
 // hf_layout.cpp — a sinkgate model in a Hugging Face folder (see hf_layout.h).
-#include "lib/model/hf_layout.h"
+#include "lib/hf/hf_layout.h"
 
 #include <cmath>
 #include <map>
@@ -9,8 +9,8 @@
 #include "lib/base/error.h"
 #include "lib/base/json.h"
 #include "lib/base/text.h"
+#include "lib/hf/pretrained.h"
 #include "lib/io/safetensors.h"
-#include "lib/model/pretrained.h"
 #include "lib/model/tensors.h"
 
 namespace sg {
@@ -126,7 +126,7 @@ std::vector<HfTensor> hf_tensors(const ModelConfig& config) {
       rule = find_rule(kModelTensors, name);
     }
     if (!rule) throw std::logic_error("hf_layout: no Hugging Face name for parameter " + name + " (add it to kModelTensors "
-                                      "or kBlockTensors in lib/model/hf_layout.cpp)");
+                                      "or kBlockTensors in lib/hf/hf_layout.cpp)");
     const std::string tensor = prefix + rule->tensor;
     if (!rule->conv1d) {
       tensors.push_back({tensor, shape, name, false});

@@ -1,7 +1,7 @@
 // pretrained.h — GPT-2 and GPT-NeoX (Pythia) language models read from a Hugging Face checkpoint
 // folder (config.json + model.safetensors, or shards with model.safetensors.index.json), with a
 // forward pass in LibTorch on the CPU or CUDA that matches transformers' eager implementation
-// (tests/test_pretrained.cpp compares logits and attention weights with transformers 5).
+// (tests/hf/test_pretrained.cpp compares logits and attention weights with transformers 5).
 //
 // GPT-2 (model_type "gpt2": gpt2, gpt2-medium, gpt2-large, gpt2-xl): pre-norm blocks, Conv1D
 // weights stored (in, out) and transposed here, biases everywhere, learned positions, GELU with
