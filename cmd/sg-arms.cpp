@@ -122,8 +122,7 @@ int main(int argc, char** argv) {
                                     sg::cli::kConfig);
   parser.option("--tier", options.tier, "model tier: 10M, 50M, 124M, 350M, tiny, quick, small, cpu");
   parser.list("--arms,--arm", options.arms,
-                "arms, comma-separated or repeated: names or options joined with '+', e.g. sinklogit+outgate "
-                "(default: the nine of Table 4)");
+              "arms, comma-separated or repeated (default: the nine of Table 4): " + sg::arm_choices());
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");
   parser.option("--check-length", options.check_length, "sequence length of the self-check");

@@ -128,10 +128,7 @@ void run(const Options& options, const std::string& command_line) {
     for (auto p : probe.probes) any = any || sg::probe_applies(p, arm);
     if (!any && options.runs.size() == 1)
       throw sg::UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + run.path + ")",
-                           "overrides need a per-read gate in the value slot (normgate, projgate, keygate, combo, "
-                           "combo2, ZERO+FILTER of those); selectivity and gate-tokens need a per-read gate; the "
-                           "output gate (outgate, outgate-elem) decides per query, so none of these is defined for "
-                           "it; sinks and kurtosis apply to every arm");
+                           sg::probe_applicability());
     if (wants_overrides && sg::probe_applies(sg::Probe::overrides, arm) && any_junk)
       for (const auto junk : probe.junk)
         if (const auto why = sg::junk_not_defined(junk, arm); !why.empty())

@@ -131,25 +131,46 @@ std::vector<Probe> parse_probes(const std::string& list) {
   return out;
 }
 
-bool probe_applies(Probe probe, const Arm& arm) {
+std::vector<ArmCapability> probe_needs(Probe probe) {
   switch (probe) {
-    case Probe::overrides: return arm.gates_values();
+    case Probe::overrides: return {ArmCapability::value_slot_gate};
     case Probe::selectivity:
-    case Probe::gate_tokens: return arm.filter != Filter::none;
-    case Probe::direction: return arm.has_gate_direction();
+    case Probe::gate_tokens: return {ArmCapability::read_gate};
+    case Probe::direction: return {ArmCapability::read_direction, ArmCapability::key_direction};
     case Probe::sinks:
-    case Probe::kurtosis: return true;
+    case Probe::kurtosis: return {};
   }
-  return false;
+  return {};
+}
+
+bool probe_applies(Probe probe, const Arm& arm) {
+  const auto needs = probe_needs(probe);
+  return needs.empty() || std::any_of(needs.begin(), needs.end(), [&](ArmCapability c) { return arm_has(arm, c); });
+}
+
+std::string probe_requirement(Probe probe) {
+  std::vector<std::string> options;
+  for (const auto capability : probe_needs(probe)) options.push_back(arms_with(capability));
+  return join(options, " or ");
+}
+
+std::string probe_applicability() {
+  std::vector<std::string> parts, everywhere;
+  for (const auto probe : {Probe::overrides, Probe::sinks, Probe::selectivity, Probe::gate_tokens, Probe::kurtosis,
+                           Probe::direction}) {
+    const auto requirement = probe_requirement(probe);
+    if (requirement.empty()) everywhere.push_back(to_string(probe));
+    else parts.push_back("the " + to_string(probe) + " probe needs " + requirement);
+  }
+  return join(parts, "; ") + "; " + join(everywhere, " and ") + " apply to every arm";
 }
 
 // --- the direction probe ---------------------------------------------------------------------
 
 void require_gate_direction(const Arm& arm, const std::string& where) {
-  if (arm.has_gate_direction()) return;
-  throw UsageError("the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, "
-                   "ZERO+projgate) or a key gate (keygate, ZERO+keygate); arm is " +
-                       arm.name() + (where.empty() ? "" : " (" + where + ")"),
+  if (probe_applies(Probe::direction, arm)) return;
+  throw UsageError("the direction probe needs " + probe_requirement(Probe::direction) + "; arm is " + arm.name() +
+                       (where.empty() ? "" : " (" + where + ")"),
                    "probe only runs of arms with a projection or key gate with --probe direction");
 }
 
