@@ -165,6 +165,20 @@ std::string probe_applicability() {
   return join(parts, "; ") + "; " + join(everywhere, " and ") + " apply to every arm";
 }
 
+void check_probes_apply(const ProbeOptions& options, const Arm& arm, bool only, const std::string& where) {
+  const auto asked = [&](Probe probe) {
+    return std::find(options.probes.begin(), options.probes.end(), probe) != options.probes.end();
+  };
+  if (asked(Probe::direction)) require_gate_direction(arm, where);
+  const bool any = std::any_of(options.probes.begin(), options.probes.end(), [&](Probe p) { return probe_applies(p, arm); });
+  if (!any && only)
+    throw UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + where + ")", probe_applicability());
+  const bool any_junk = std::any_of(options.doses.begin(), options.doses.end(), [](double dose) { return dose > 0; });
+  if (asked(Probe::overrides) && probe_applies(Probe::overrides, arm) && any_junk)
+    for (const auto junk : options.junk)
+      if (const auto why = junk_not_defined(junk, arm); !why.empty()) throw UsageError(why + " (" + where + ")");
+}
+
 // --- the direction probe ---------------------------------------------------------------------
 
 void require_gate_direction(const Arm& arm, const std::string& where) {
