@@ -165,12 +165,6 @@ struct ProbeOptions {
   // The corrupted columns of Table 8: every junk × cutoff × dose > 0 (dose 0: the clean column,
   // always measured).
   std::vector<JunkType> junk = {JunkType::structured};
-
-/// Checks a run's arm against the probes `options` asks for, before any model loads, by the arm
-/// table's capabilities: UsageError when the direction probe is asked of an arm without a gate
-/// direction, when no asked probe applies and the run is the only one (`only`), or when the
-/// overrides' corrupted column has junk not defined for the arm. `where` (a run file) is named.
-void check_probes_apply(const ProbeOptions& options, const Arm& arm, bool only, const std::string& where);
   std::vector<Cutoff> cutoffs = {Cutoff::median};  // Table 8's condition: Table 7's median cell
   std::vector<double> doses = {0.2};
   int64_t sink_positions = 1;  // S
@@ -181,6 +175,12 @@ void check_probes_apply(const ProbeOptions& options, const Arm& arm, bool only, 
   torch::Device device = torch::kCPU;
   std::function<void(const std::string&)> progress;
 };
+
+/// Checks a run's arm against the probes `options` asks for, before any model loads, by the arm
+/// table's capabilities: UsageError when the direction probe is asked of an arm without a gate
+/// direction, when no asked probe applies and the run is the only one (`only`), or when the
+/// overrides' corrupted column has junk not defined for the arm. `where` (a run file) is named.
+void check_probes_apply(const ProbeOptions& options, const Arm& arm, bool only, const std::string& where);
 
 /// One measured value (a row of the result table; "all" / "none" / -1 where a key does not apply).
 struct ProbeRow {
