@@ -123,8 +123,7 @@ int main(int argc, char** argv) {
                                     sg::cli::kConfig);
   parser.option("--tier", options.tier, "model tier: " + sg::join(sg::tier_names(), ", "));
   parser.list("--arms,--arm", options.arms,
-                "arms, comma-separated or repeated: names or options joined with '+', e.g. sinklogit+outgate "
-                "(default: the nine of Table 4)");
+              "arms, comma-separated or repeated (default: the nine of Table 4): " + sg::arm_choices());
   parser.option("--set", options.overrides, "override a configuration field, key=value (repeatable)");
   parser.flag("--check", options.check, "run the self-check of every arm");
   parser.option("--check-length", options.check_length, "sequence length of the self-check");

@@ -90,8 +90,7 @@ void run(const Options& options, const std::string& command_line) {
     options_of_run.progress = [&](const std::string& line) { sg::log::info(run.progress + line); };
     const auto result = sg::inject(model, config, tokens, options_of_run);
     for (const auto junk : result.skipped)
-      sg::log::warn(run.path + ": arm " + config.model.arm.name() + " has no projection gate; its " + sg::to_string(junk) +
-                    " rows are left out");
+      sg::log::warn(run.path + ": " + sg::junk_not_defined(junk, config.model.arm) + "; its rows are left out");
     sg::append_injection_rows(table, config, result);
   });
   sg::write_table(options.common.output, table, provenance, options.common.force);

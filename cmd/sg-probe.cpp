@@ -6,9 +6,10 @@
 // Input: one or more run files (sg-train) and the token file they were trained on. Every model is
 // measured on sg-inject's fixed validation batches (--eval-seed, --batches, --batch-size,
 // --context), so arms and seeds see the same tokens; the probes are defined in
-// lib/instruments/probe.h. Probes that do not apply to an arm (overrides without a value-slot
-// gate, selectivity and gate-tokens without a gate) are left out with a warning; a single run
-// with no applicable probe is an error, and so is --probe direction on a run without a projection gate.
+// lib/instruments/probe.h. Probes that do not apply to an arm (by the arm table: overrides without
+// a value-slot gate, selectivity and gate-tokens without a gate) are left out with a warning; a
+// single run with no applicable probe is an error, and so is --probe direction on a run without a
+// projection or key gate (check_probes_apply).
 //
 // Output: one result table (lib/SCHEMA.md, "sg-probe output"), long form: one value per row, keyed
 // by run, tier, arm, seed, probe, statistic and the probe's own keys (override, junk, cutoff, dose;
@@ -101,11 +102,6 @@ void run(const Options& options, const std::string& command_line) {
   probe.seed = options.common.seed;
   probe.device = sg::parse_device(options.common.device);
   const auto tokens = sg::TokenFile::open(options.tokens);
-  const bool wants_overrides =
-      std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::overrides) != probe.probes.end();
-  const bool any_junk = std::any_of(probe.doses.begin(), probe.doses.end(), [](double dose) { return dose > 0; });
-  const bool wants_direction =
-      std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::direction) != probe.probes.end();
   bool any_gate_tokens = false;
   std::ostringstream settings;
   settings << "probes=" << options.probes << " batches=" << probe.batches << " batch_size=" << probe.batch_size
@@ -123,19 +119,7 @@ void run(const Options& options, const std::string& command_line) {
     sg::InjectionOptions context;
     context.context = probe.context;
     sg::injection_context(context, run.state.config.model);  // throws for a context the model does not have
-    if (wants_direction) sg::require_gate_direction(arm, run.path);
-    bool any = false;
-    for (auto p : probe.probes) any = any || sg::probe_applies(p, arm);
-    if (!any && options.runs.size() == 1)
-      throw sg::UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + run.path + ")",
-                           "overrides need a per-read gate in the value slot (normgate, projgate, keygate, combo, "
-                           "combo2, ZERO+FILTER of those); selectivity and gate-tokens need a per-read gate; the "
-                           "output gate (outgate, outgate-elem) decides per query, so none of these is defined for "
-                           "it; sinks and kurtosis apply to every arm");
-    if (wants_overrides && sg::probe_applies(sg::Probe::overrides, arm) && any_junk)
-      for (const auto junk : probe.junk)
-        if (const auto why = sg::junk_not_defined(junk, arm); !why.empty())
-          throw sg::UsageError(why + " (" + run.path + ")");
+    sg::check_probes_apply(probe, arm, options.runs.size() == 1, run.path);
     any_gate_tokens = any_gate_tokens || sg::probe_applies(sg::Probe::gate_tokens, arm);
   };
   const auto runs = sg::open_runs(options.runs, checks);

@@ -103,8 +103,7 @@ int main(int argc, char** argv) {
   parser.list("--condition", options.conditions,
               "blind (keys are random tags) and/or visible (keys are the items); comma list or repeats");
   parser.list("--load", options.loads, "superposition loads N/d; comma list or repeats");
-  parser.list("--arms", options.arms, "arms, comma list or repeats: oracle or an attention arm (not sinktoken; keygate, outgate, "
-              "outgate-elem included)");
+  parser.list("--arms", options.arms, "arms, comma list or repeats: " + sg::toy::toy_arm_choices());
   parser.list("--seeds", options.seeds, "seeds, comma list or repeats (dictionary, data stream and initialisation)");
   parser.option("--steps", options.train.steps, "training steps");
   parser.option("--batch-size", options.train.batch, "sequences per step");

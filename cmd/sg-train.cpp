@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   sg::cli::Parser parser("sg-train", "Train one model (tier, arm, seed) on a token file; writes a run file.");
   parser.option("--tokens", options.tokens, "token file from sg-tokenize", /*required=*/true);
   parser.option("--tier", options.tier, "tier preset: " + sg::join(sg::tier_names(), ", "));
-  parser.option("--arm", options.arm, "arm: one of the nine of Table 4, or ZERO+FILTER");
+  parser.option("--arm", options.arm, "arm: " + sg::arm_choices());
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kSeed | sg::cli::kDevice |
                                     sg::cli::kThreads | sg::cli::kLogLevel | sg::cli::kConfig);
   parser.option("--set", options.overrides,

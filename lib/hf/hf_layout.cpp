@@ -26,14 +26,13 @@ struct NameRule {
   bool conv1d;
 };
 
-// The one table of names (hf_layout.h): a new arm option adds its parameters' rows here.
+// GPT-2's own names (hf_layout.h); the arms' parameters are named by the arm table (lib/run/arm.h:
+// ArmParameter::export_name).
 const NameRule kModelTensors[] = {
     {"wte.weight", "wte.weight", false},
     {"wpe.weight", "wpe.weight", false},
     {"ln_f.weight", "ln_f.weight", false},
     {"ln_f.bias", "ln_f.bias", false},
-    // the arms' own (Table 4)
-    {"sink_token", "sink_token", false},
 };
 const NameRule kBlockTensors[] = {
     {"ln_1.weight", "ln_1.weight", false},
@@ -44,19 +43,22 @@ const NameRule kBlockTensors[] = {
     {"attn.c_proj.weight", "attn.c_proj.weight", true},
     {"mlp.c_fc.weight", "mlp.c_fc.weight", true},
     {"mlp.c_proj.weight", "mlp.c_proj.weight", true},
-    // the arms' own (Table 4), per layer
-    {"attn.sink_logit", "attn.sink_logit", false},
-    {"attn.gate_tau", "attn.gate_tau", false},
-    {"attn.gate_w", "attn.gate_w", false},
-    {"attn.gate_b", "attn.gate_b", false},
-    {"attn.out_gate", "attn.out_gate", false},  // W_theta as sinkgate holds it: (H or C, C)
 };
 
+/// The rule of a parameter: GPT-2's from `rules`, else an arm parameter's from the arm table (per
+/// layer when `per_layer`, named after "blocks.L." as "attn." + its name); nullptr for neither.
 template <size_t N>
-const NameRule* find_rule(const NameRule (&rules)[N], const std::string& name) {
+std::optional<NameRule> find_rule(const NameRule (&rules)[N], const std::string& name, bool per_layer) {
   for (const auto& rule : rules)
-    if (name == rule.parameter) return &rule;
-  return nullptr;
+    if (name == rule.parameter) return rule;
+  for (const auto& option : arm_options())
+    for (const auto& parameter : option.parameters) {
+      if (parameter.per_layer != per_layer) continue;
+      const std::string stored = parameter.stored_name(0);  // "blocks.0.attn.gate_w" or "sink_token"
+      const std::string suffix = per_layer ? stored.substr(std::string("blocks.0.").size()) : stored;
+      if (name == suffix) return NameRule{parameter.name, parameter.export_name, false};
+    }
+  return std::nullopt;
 }
 
 const char* kSameModel = "is config.json from the same export as model.safetensors? sg-export the run again";
@@ -114,19 +116,19 @@ std::vector<HfTensor> hf_tensors(const ModelConfig& config) {
   std::vector<HfTensor> tensors;
   const std::string blocks = "blocks.";
   for (const auto& [name, shape] : config.parameter_shapes()) {
-    const NameRule* rule = nullptr;
+    std::optional<NameRule> rule;
     std::string prefix = "transformer.";
     if (name.compare(0, blocks.size(), blocks) == 0) {
       const auto dot = name.find('.', blocks.size());
       if (dot != std::string::npos) {
         prefix = "transformer.h." + name.substr(blocks.size(), dot - blocks.size()) + ".";
-        rule = find_rule(kBlockTensors, name.substr(dot + 1));
+        rule = find_rule(kBlockTensors, name.substr(dot + 1), /*per_layer=*/true);
       }
     } else {
-      rule = find_rule(kModelTensors, name);
+      rule = find_rule(kModelTensors, name, /*per_layer=*/false);
     }
-    if (!rule) throw std::logic_error("hf_layout: no Hugging Face name for parameter " + name + " (add it to kModelTensors "
-                                      "or kBlockTensors in lib/hf/hf_layout.cpp)");
+    if (!rule) throw std::logic_error("hf_layout: no Hugging Face name for parameter " + name + " (an arm parameter needs "
+                                      "its export_name in the arm table, lib/run/arm.cpp; other parameters: kModelTensors or kBlockTensors in lib/hf/hf_layout.cpp)");
     const std::string tensor = prefix + rule->tensor;
     if (!rule->conv1d) {
       tensors.push_back({tensor, shape, name, false});
@@ -141,9 +143,8 @@ std::vector<HfTensor> hf_tensors(const ModelConfig& config) {
 nlohmann::ordered_json hf_arm_fields(const ModelConfig& config) {
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
   fields["arm"] = config.arm.name();
-  fields["zero_option"] = to_string(config.arm.zero);
-  fields["filter"] = to_string(config.arm.filter);
-  fields["output_gate"] = to_string(config.arm.output_gate);
+  for (const auto axis : {ArmAxis::zero, ArmAxis::filter, ArmAxis::output_gate})
+    fields[config_field(axis)] = arm_option(config.arm, axis).name;
   fields["gate_beta"] = config.gate_beta;
   return fields;
 }

@@ -6,9 +6,9 @@
 // attn.c_proj, mlp.c_fc, mlp.c_proj) are in GPT-2's Conv1D layout, weights (in, out), each with a
 // zero bias beside it (sinkgate's linear layers have none); everything else is stored as sinkgate
 // holds it, the arms' own parameters (sink_token; per layer attn.sink_logit, attn.gate_tau,
-// attn.gate_w, attn.gate_b, attn.out_gate) under their sinkgate names. The table of these names is in
-// hf_layout.cpp: an arm option that adds parameters adds their rows there, and both directions
-// follow.
+// attn.gate_w, attn.gate_b, attn.out_gate) under their export names in the arm table (lib/run/arm.h,
+// ArmParameter::export_name): an arm option that adds parameters names them there, and both
+// directions follow. GPT-2's own names are hf_layout.cpp's table.
 // config.json: GPT-2's fields; model_type "gpt2" for the baseline arm, else "sinkgate" with the
 // arm's fields (arm, zero_option, filter, output_gate, gate_beta); and the run it came from in the object
 // "sinkgate" (tier, seed, step, iterations, finished, tokens_seen, final_val_loss, … and "config",
@@ -38,11 +38,12 @@ struct HfTensor {
 };
 
 /// The tensors of a model of `config` in the folder, in the order the model registers its
-/// parameters (a zero bias after its weight). Throws std::logic_error for a parameter the table
-/// does not name (a new arm option without its rows in hf_layout.cpp).
+/// parameters (a zero bias after its weight). Throws std::logic_error for a parameter no table
+/// names.
 std::vector<HfTensor> hf_tensors(const ModelConfig& config);
 
-/// The arm's fields of config.json: arm, zero_option, filter, output_gate, gate_beta.
+/// The arm's fields of config.json: arm, then each axis's (config_field: zero_option, filter,
+/// output_gate), gate_beta.
 nlohmann::ordered_json hf_arm_fields(const ModelConfig& config);
 
 /// A folder sg-export wrote, as config.json describes it.

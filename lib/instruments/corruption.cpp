@@ -29,17 +29,23 @@ const std::vector<std::pair<JunkType, std::string>>& junk_names() {
 
 /// What junk along a gate's own direction needs: "own-direction junk needs a projection gate (...)".
 std::string needs_gate(JunkType junk) {
-  return to_string(junk) + " junk needs " +
-         (junk == JunkType::key_own_direction ? "a key gate (keygate or ZERO+keygate)"
-                                              : "a projection gate (projgate, combo2 or ZERO+projgate)");
+  return to_string(junk) + " junk needs " + arms_with(gate_direction_of(junk));
+}
+
+ArmCapability gate_direction_of(JunkType junk) {
+  return junk == JunkType::key_own_direction ? ArmCapability::key_direction : ArmCapability::read_direction;
 }
 
 std::string junk_not_defined(JunkType junk, const Arm& arm) {
   if (!along_gate_direction(junk)) return "";
-  const Filter gate = junk == JunkType::key_own_direction ? Filter::keygate : Filter::projgate;
-  if (arm.filter == gate) return "";
+  if (arm_has(arm, gate_direction_of(junk))) return "";
+  // The arm's own direction is the other kind's: name the junk along it.
+  const JunkType other = junk == JunkType::key_own_direction ? JunkType::own_direction : JunkType::key_own_direction;
+  const std::string gate = describe(gate_direction_of(other));
   return needs_gate(junk) + ", and arm " + arm.name() + " has none" +
-         (arm.filter == Filter::keygate ? " (its key gate's own direction is key-own-direction)" : "");
+         (arm_has(arm, gate_direction_of(other)) ? " (its " + gate.substr(gate.find(' ') + 1) + "'s own direction is " +
+                                                      to_string(other) + ")"
+                                                : "");
 }
 
 namespace {

@@ -58,6 +58,9 @@ inline bool along_gate_direction(JunkType junk) {
 }
 enum class Cutoff { median, q25 };
 
+/// The arm capability junk along a gate's own direction needs: a learned direction on the reads
+/// (own-direction) or on the keys (key-own-direction); meaningful only where along_gate_direction.
+ArmCapability gate_direction_of(JunkType junk);
 /// Why junk of this type is not defined for the arm ("own-direction junk needs a projection gate,
 /// and arm X has none"), or "" when it is: own-direction needs a projection gate, key-own-direction
 /// a key gate; an output gate decides on the query, so neither is its own direction.

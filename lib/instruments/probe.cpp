@@ -145,25 +145,60 @@ std::vector<Probe> parse_probes(const std::string& list) {
   return out;
 }
 
-bool probe_applies(Probe probe, const Arm& arm) {
+std::vector<ArmCapability> probe_needs(Probe probe) {
   switch (probe) {
-    case Probe::overrides: return arm.gates_values();
+    case Probe::overrides: return {ArmCapability::value_slot_gate};
     case Probe::selectivity:
-    case Probe::gate_tokens: return arm.filter != Filter::none;
-    case Probe::direction: return arm.has_gate_direction();
+    case Probe::gate_tokens: return {ArmCapability::read_gate};
+    case Probe::direction: return {ArmCapability::read_direction, ArmCapability::key_direction};
     case Probe::sinks:
-    case Probe::kurtosis: return true;
+    case Probe::kurtosis: return {};
   }
-  return false;
+  return {};
+}
+
+bool probe_applies(Probe probe, const Arm& arm) {
+  const auto needs = probe_needs(probe);
+  return needs.empty() || std::any_of(needs.begin(), needs.end(), [&](ArmCapability c) { return arm_has(arm, c); });
+}
+
+std::string probe_requirement(Probe probe) {
+  std::vector<std::string> options;
+  for (const auto capability : probe_needs(probe)) options.push_back(arms_with(capability));
+  return join(options, " or ");
+}
+
+std::string probe_applicability() {
+  std::vector<std::string> parts, everywhere;
+  for (const auto probe : {Probe::overrides, Probe::sinks, Probe::selectivity, Probe::gate_tokens, Probe::kurtosis,
+                           Probe::direction}) {
+    const auto requirement = probe_requirement(probe);
+    if (requirement.empty()) everywhere.push_back(to_string(probe));
+    else parts.push_back("the " + to_string(probe) + " probe needs " + requirement);
+  }
+  return join(parts, "; ") + "; " + join(everywhere, " and ") + " apply to every arm";
+}
+
+void check_probes_apply(const ProbeOptions& options, const Arm& arm, bool only, const std::string& where) {
+  const auto asked = [&](Probe probe) {
+    return std::find(options.probes.begin(), options.probes.end(), probe) != options.probes.end();
+  };
+  if (asked(Probe::direction)) require_gate_direction(arm, where);
+  const bool any = std::any_of(options.probes.begin(), options.probes.end(), [&](Probe p) { return probe_applies(p, arm); });
+  if (!any && only)
+    throw UsageError("none of the probes asked for applies to arm " + arm.name() + " (" + where + ")", probe_applicability());
+  const bool any_junk = std::any_of(options.doses.begin(), options.doses.end(), [](double dose) { return dose > 0; });
+  if (asked(Probe::overrides) && probe_applies(Probe::overrides, arm) && any_junk)
+    for (const auto junk : options.junk)
+      if (const auto why = junk_not_defined(junk, arm); !why.empty()) throw UsageError(why + " (" + where + ")");
 }
 
 // --- the direction probe ---------------------------------------------------------------------
 
 void require_gate_direction(const Arm& arm, const std::string& where) {
-  if (arm.has_gate_direction()) return;
-  throw UsageError("the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, "
-                   "ZERO+projgate) or a key gate (keygate, ZERO+keygate); arm is " +
-                       arm.name() + (where.empty() ? "" : " (" + where + ")"),
+  if (probe_applies(Probe::direction, arm)) return;
+  throw UsageError("the direction probe needs " + probe_requirement(Probe::direction) + "; arm is " + arm.name() +
+                       (where.empty() ? "" : " (" + where + ")"),
                    "probe only runs of arms with a projection or key gate with --probe direction");
 }
 

@@ -84,15 +84,23 @@ std::vector<std::string> probe_names();
 /// A comma list of probe names, or "all"; UsageError naming the item (with a did-you-mean) for an
 /// unknown or repeated name, or an empty list.
 std::vector<Probe> parse_probes(const std::string& list);
-/// Whether a probe measures something in an arm: overrides need a value-slot gate, selectivity
-/// and gate-tokens any gate, direction a gate with a learned direction (Arm::has_gate_direction);
-/// sinks and kurtosis apply to every arm.
+/// The arm capabilities (lib/run/arm.h) of which a probe needs one; empty for a probe of every arm.
+/// Overrides need a value-slot gate, selectivity and gate-tokens a per-read gate, direction a gate
+/// with a learned direction on the reads or the keys; sinks and kurtosis apply to every arm.
+std::vector<ArmCapability> probe_needs(Probe probe);
+/// Whether a probe measures something in an arm: it has one of probe_needs(probe).
 bool probe_applies(Probe probe, const Arm& arm);
+/// What a probe needs of an arm, from the arm table: "a per-read gate in the value slot (normgate,
+/// …)"; "" for a probe of every arm.
+std::string probe_requirement(Probe probe);
+/// Every probe's requirement, "; "-joined, and which probes apply to every arm: the hint of a run
+/// that no asked probe applies to.
+std::string probe_applicability();
 
 // --- the direction probe ---------------------------------------------------------------------
 
-/// UsageError "the direction probe needs a projection or key gate (…); arm is X" unless
-/// Arm::has_gate_direction (the projection gate's w_h on the reads, the key gate's on the keys);
+/// UsageError "the direction probe needs … (probe_requirement); arm is X" unless the direction probe
+/// applies (the projection gate's w_h on the reads, the key gate's on the keys);
 /// `where` (a run file, or empty) is named in the message.
 void require_gate_direction(const Arm& arm, const std::string& where = "");
 
@@ -170,6 +178,12 @@ struct ProbeOptions {
   torch::Device device = torch::kCPU;
   std::function<void(const std::string&)> progress;
 };
+
+/// Checks a run's arm against the probes `options` asks for, before any model loads, by the arm
+/// table's capabilities: UsageError when the direction probe is asked of an arm without a gate
+/// direction, when no asked probe applies and the run is the only one (`only`), or when the
+/// overrides' corrupted column has junk not defined for the arm. `where` (a run file) is named.
+void check_probes_apply(const ProbeOptions& options, const Arm& arm, bool only, const std::string& where);
 
 /// One measured value (a row of the result table; "all" / "none" / -1 where a key does not apply).
 struct ProbeRow {

@@ -131,11 +131,20 @@ Batch sample_batch(const TaskConfig& config, int64_t batch, at::Generator& gener
 ToyArm parse_toy_arm(const std::string& name) {
   if (name == "oracle") return {name, Arm{}, true};
   const Arm arm = parse_arm(name);
-  if (arm.zero == ZeroOption::sinktoken)
-    throw UsageError("arm '" + name + "' has no toy form: the sink token is an extra sequence position of the "
-                     "language model",
-                     "use baseline, offbyone, sinklogit, normgate, renorm, projgate, combo, combo2 or oracle");
+  if (arm_has(arm, ArmCapability::sink_position))
+    throw UsageError("arm '" + name + "' has no toy form: it has " + describe(ArmCapability::sink_position) +
+                         ", an extra sequence position of the language model",
+                     "the toy's arms: " + toy_arm_choices());
   return {arm.name(), arm, false};
+}
+
+std::string toy_arm_choices() {
+  std::string excluded;
+  for (const auto& option : arm_options())
+    for (const auto capability : option.capabilities)
+      if (capability == ArmCapability::sink_position) excluded += std::string(excluded.empty() ? "" : ", ") + option.name;
+  return "oracle, or " + arm_choices() + "; but no arm with " + excluded + " (" +
+         describe(ArmCapability::sink_position) + " needs a sequence model)";
 }
 
 const std::vector<std::string>& figure_arm_names() {
@@ -170,32 +179,40 @@ ToyModelImpl::ToyModelImpl(const TaskConfig& config, ToyArm arm, const std::vect
   value = register_parameter("value", torch::stack(values));
   readout = register_parameter("readout", torch::stack(readouts));
   readout_bias = register_parameter("readout_bias", torch::zeros({s, r}));
-  const Arm& a = arm_.arm;
-  if (a.zero == ZeroOption::sinklogit) sink_logit = register_parameter("sink_logit", torch::zeros({s}));
-  if (a.filter == Filter::normgate || a.filter == Filter::renorm)
-    gate_tau = register_parameter("gate_tau", torch::full({s}, -4.0 / gate_beta));
-  if (a.filter == Filter::projgate || a.filter == Filter::keygate) {
-    gate_w = register_parameter("gate_w", torch::zeros({s, d}));
-    gate_b = register_parameter("gate_b", torch::full({s}, 4.0));
+  // The arm's parameters from the arm table's rows (lib/run/arm.h): seed s is head s, of dimension
+  // d in a model of width d, so each seed's tensor has the table's shape at H = 1, d_model = d, and
+  // they are stacked along a seed axis that takes the place of a leading heads extent (gate_w
+  // (S, d), out_gate (S, d) head-wise) or comes first ((S, d, d) element-wise). Normal draws come
+  // from each seed's generator after the shared parameters, so every arm's q, W_k, W_v, W_r stay
+  // the same.
+  std::vector<at::Generator> arm_streams;
+  for (const int64_t seed : seeds) {
+    auto generator = seed_generator(seed, kInitStream);
+    const std::vector<std::vector<int64_t>> shared = {{d}, {d, d}, {d, d}, {r, d}};  // q, W_k, W_v, W_r
+    for (const auto& shape : shared) torch::randn(shape, generator, torch::kFloat);  // drawn again, skipped
+    arm_streams.push_back(generator);
   }
-  if (a.output_gate != OutputGate::none) {
-    // Drawn after the shared parameters, so that every arm's q, W_k, W_v, W_r stay the same.
-    const int64_t rows = a.output_gate == OutputGate::headwise ? 1 : d;
-    std::vector<torch::Tensor> gates;
-    for (const int64_t seed : seeds) {
-      auto generator = seed_generator(seed, kInitStream);
-      const std::vector<std::vector<int64_t>> shared = {{d}, {d, d}, {d, d}, {r, d}};  // q, W_k, W_v, W_r
-      for (const auto& shape : shared) torch::randn(shape, generator, torch::kFloat);  // drawn again, skipped
-      gates.push_back(torch::randn({rows, d}, generator, torch::kFloat) * kInitStd);
-    }
-    out_gate = register_parameter("out_gate", torch::stack(gates));
+  ArmParameters registered;
+  for (const auto& parameter : sg::arm_parameters(arm_.arm)) {
+    if (!parameter.per_layer) throw UsageError(std::string("toy: no place for the arm parameter ") + parameter.name);
+    auto shape = parameter.shape_of(/*heads=*/1, /*head_dim=*/d, /*d_model=*/d);
+    if (parameter.shape.front() == Extent::heads) shape.erase(shape.begin());
+    std::vector<torch::Tensor> per_seed;
+    for (auto& generator : arm_streams) per_seed.push_back(initial_arm_parameter(parameter, shape, gate_beta, generator));
+    registered.field(parameter.name) = register_parameter(parameter.name, torch::stack(per_seed));
   }
+  sink_logit = registered.sink_logit;
+  gate_tau = registered.gate_tau;
+  gate_w = registered.gate_w;
+  gate_b = registered.gate_b;
+  out_gate = registered.out_gate;
 }
 
 ArmParameters ToyModelImpl::attend_parameters() const {
   ArmParameters params{sink_logit, gate_tau, gate_w, gate_b, {}};
-  // attend() reads one W_theta^T (rows, S·d) for all heads from hidden states (B, Tq, S·d); seed s's
-  // W_theta^T is block s of a block-diagonal matrix, and its hidden state is its query q_s.
+  // attend() reads one W_theta (rows, S·d) for all heads from hidden states (B, Tq, S·d); seed s's
+  // W_theta (a row (d) head-wise, (d, d) element-wise) is block s of a block-diagonal matrix, and
+  // its hidden state is its query q_s.
   if (out_gate.defined()) params.out_gate = torch::block_diag(out_gate.unbind(0));
   return params;
 }

@@ -47,14 +47,14 @@
 // (B, S, 1, T) and gates (B, S, T) per item, and evaluate() averages them over items as it
 // averages the table's rows weighted by item counts.
 //
-// The output gate (outgate, outgate-elem) multiplies the head's output y by sigma(x W_theta), x
+// The output gate (outgate, outgate-elem) multiplies the head's output y by sigma(x W_theta^T), x
 // the query position's hidden state. The toy's query is a learned vector q per seed, not computed
-// from content, so x = q and the gate is sigma(q W_theta): a learned constant per head (head-wise)
+// from content, so x = q and the gate is sigma(q W_theta^T): a learned constant per head (head-wise)
 // or per dimension (element-wise), W_theta ~ N(0, 0.02) per seed as in the LM. It can scale the
 // head's output but cannot decide per sequence. attend() applies it after the softmax and the
 // aggregate, so with a zero option (sinklogit+outgate) it composes as in the LM: a phantom that
 // takes mass per sequence, then a constant scale. attend() takes one W_theta for all heads, so the
-// seeds' W_theta^T form a block-diagonal matrix and the hidden state is (q_1 … q_S).
+// seeds' W_theta form a block-diagonal matrix and the hidden state is (q_1 … q_S).
 //
 // Several seeds train in one pass as the heads of one attend() call (seed s = head s, each head
 // with its own dictionary, data, query and projections), and several arms train side by side in
@@ -146,6 +146,9 @@ struct ToyArm {
 /// "oracle" or any attention arm name except the sink token (it needs a sequence model), key
 /// gate and output gates included; UsageError otherwise.
 ToyArm parse_toy_arm(const std::string& name);
+/// The arms the toy takes, from the arm table, for --help and hints: "oracle, or baseline, …
+/// (arm_choices); but no arm with sinktoken (…)".
+std::string toy_arm_choices();
 
 /// The arms of Figure 3: baseline, offbyone, normgate, renorm, oracle.
 const std::vector<std::string>& figure_arm_names();
@@ -190,7 +193,7 @@ class ToyModelImpl : public torch::nn::Module {
                         int64_t block, std::vector<AttentionTelemetry>* telemetry = nullptr);
 
   const ToyArm& arm() const { return arm_; }
-  /// The arm's parameters per seed (out_gate as the per-seed W_theta^T, not yet block-diagonal).
+  /// The arm's parameters per seed (out_gate as the per-seed W_theta, not yet block-diagonal).
   ArmParameters arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, out_gate}; }
   /// True when forward() runs over the items (key-gate arms) rather than over the table rows.
   bool per_item() const { return arm_.arm.filter == Filter::keygate; }
@@ -204,7 +207,7 @@ class ToyModelImpl : public torch::nn::Module {
   torch::Tensor gate_tau;      // (S) tau_h of the norm gate / routing-slot control
   torch::Tensor gate_w;        // (S, d) w_h of the projection or key gate
   torch::Tensor gate_b;        // (S) b_h of the projection or key gate
-  torch::Tensor out_gate;      // (S, 1, d) head-wise or (S, d, d) element-wise: W_theta^T of the output gate
+  torch::Tensor out_gate;      // (S, d) head-wise or (S, d, d) element-wise: W_theta of the output gate
 
  private:
   /// The parameters as attend() takes them for S heads: W_theta^T block-diagonal over the seeds.
@@ -237,7 +240,7 @@ struct RunResult {
   double phantom_mass = 0;    // mean routing mass on the phantom; NaN without one
   double gate_relevant = 0;   // mean gate value of relevant reads; NaN without a gate
   double gate_irrelevant = 0; // mean gate value of irrelevant reads; NaN without a gate
-  double output_gate_mean = 0;  // mean output gate sigma(q W_theta) (over the head's dimensions,
+  double output_gate_mean = 0;  // mean output gate sigma(q W_theta^T) (over the head's dimensions,
                                 // element-wise) on the evaluation set; NaN without an output gate
 };
 

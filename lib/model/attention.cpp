@@ -3,7 +3,9 @@
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "lib/base/error.h"
 
@@ -175,24 +177,51 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
   torch::NoGradGuard no_grad;
   c_attn->weight.normal_(0.0, 0.02);
   c_proj->weight.normal_(0.0, 0.02 / std::sqrt(2.0 * static_cast<double>(options.n_layer)));
-  const Arm& arm = options.arm;
-  if (arm.zero == ZeroOption::sinklogit) sink_logit = register_parameter("sink_logit", torch::zeros({h}));
-  if (arm.filter == Filter::normgate || arm.filter == Filter::renorm)
-    gate_tau = register_parameter("gate_tau", torch::full({h}, -4.0 / options.gate_beta));
-  if (arm.filter == Filter::projgate || arm.filter == Filter::keygate) {
-    gate_w = register_parameter("gate_w", torch::zeros({h, d}));
-    gate_b = register_parameter("gate_b", torch::full({h}, 4.0));
+  // The arm's parameters, from the arm table's rows, drawn after c_attn and c_proj.
+  ArmParameters registered;
+  for (const auto& parameter : sg::arm_parameters(options.arm)) {
+    if (!parameter.per_layer) continue;  // the sink token is the model's
+    auto& slot = registered.field(parameter.name);
+    slot = register_parameter(parameter.name,
+                              initial_arm_parameter(parameter, parameter.shape_of(h, d, c), options.gate_beta));
   }
-  // The output gate's W_theta is, in Qiu et al.'s code, extra rows of the query projection: it is
-  // initialised, (not) biased and decayed as the query projection is (docs/arms.md).
-  if (arm.output_gate != OutputGate::none) {
-    const int64_t rows = arm.output_gate == OutputGate::headwise ? h : c;
-    out_gate = register_parameter("out_gate", torch::empty({rows, c}).normal_(0.0, 0.02));
+  sink_logit = registered.sink_logit;
+  gate_tau = registered.gate_tau;
+  gate_w = registered.gate_w;
+  gate_b = registered.gate_b;
+  out_gate = registered.out_gate;
+}
+
+torch::Tensor& ArmParameters::field(const std::string& name) {
+  if (name == "sink_logit") return sink_logit;
+  if (name == "gate_tau") return gate_tau;
+  if (name == "gate_w") return gate_w;
+  if (name == "gate_b") return gate_b;
+  if (name == "out_gate") return out_gate;
+  throw std::logic_error("ArmParameters has no field for the arm parameter " + name +
+                         " (a row of the arm table, lib/run/arm.cpp, whose maths lib/model/attention.* lacks)");
+}
+
+torch::Tensor initial_arm_parameter(const ArmParameter& parameter, at::IntArrayRef shape, double gate_beta,
+                                    c10::optional<at::Generator> generator) {
+  switch (parameter.init) {
+    case ArmInit::zeros: return torch::zeros(shape);
+    case ArmInit::constant: return torch::full(shape, parameter.value);
+    case ArmInit::minus_4_over_beta: return torch::full(shape, -4.0 / gate_beta);
+    case ArmInit::normal: return torch::randn(shape, generator, torch::kFloat) * parameter.value;
   }
+  throw std::logic_error(std::string("no initialisation for arm parameter ") + parameter.name);
 }
 
 const std::vector<std::string>& AttentionImpl::no_decay_names() {
-  static const std::vector<std::string> names = {"sink_logit", "gate_tau", "gate_w", "gate_b"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& option : arm_options())
+      for (const auto& parameter : option.parameters)
+        if (!parameter.decayed && std::find(out.begin(), out.end(), parameter.name) == out.end())
+          out.emplace_back(parameter.name);
+    return out;
+  }();
   return names;
 }
 
@@ -321,8 +350,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const
   torch::Tensor y;
   if (hooks && hooks->gate_override != GateOverride::none) {
     if (!arm.gates_values())
-      throw UsageError("gate override needs a value-slot gate (normgate, projgate, combo, combo2); arm is " +
-                       arm.name());
+      throw UsageError("a gate override needs " + arms_with(ArmCapability::value_slot_gate) + "; arm is " + arm.name());
     const auto mixed = static_cast<uint64_t>(hooks->override_seed) * 1000003u + static_cast<uint64_t>(options.layer);
     const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed, static_cast<int64_t>(mixed));
     y = torch::matmul((weights * per_query).to(v.scalar_type()), v);

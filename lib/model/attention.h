@@ -5,7 +5,7 @@
 // value exactly zero and logit 0 or a learned b_h) and/or a filter (a per-read gate g_j in the
 // value slot, or log g_j added to the logits in the routing slot; the key gate decides g_j on the
 // key k_j instead of the read) and/or an output gate (each head's output y_i times
-// sigma(x_i W_theta), decided on the query position's hidden state x_i, Qiu et al. 2025). The
+// sigma(x_i W_theta^T), decided on the query position's hidden state x_i, Qiu et al. 2025). The
 // sink-token zero option lives in the model (an extra sequence position), not here.
 //
 // Two computation paths give the same function:
@@ -91,14 +91,24 @@ struct KVCache {
   int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
 };
 
-/// The learned parameters of an arm (undefined where the arm has none).
+/// The learned parameters of an arm (undefined where the arm has none); their shapes and initial
+/// values are the arm table's (lib/run/arm.h).
 struct ArmParameters {
   torch::Tensor sink_logit;  // (H) b_h of the sink logit
   torch::Tensor gate_tau;    // (H) tau_h of the norm gate and the routing-slot control
   torch::Tensor gate_w;      // (H, d) w_h of the projection gate or the key gate
   torch::Tensor gate_b;      // (H) b_h of the projection gate or the key gate
-  torch::Tensor out_gate;    // (H, C) or (C, C) W_theta^T of the output gate (a Linear's weight)
+  torch::Tensor out_gate;    // (H, C) or (C, C) W_theta of the output gate, sigma(x W_theta^T)
+
+  /// The field of a per-layer arm parameter of the table ("gate_w" -> gate_w); std::logic_error for
+  /// a name without a field (a new table row whose maths is not written yet).
+  torch::Tensor& field(const std::string& name);
 };
+
+/// The initial value of an arm parameter (ArmInit) of `shape`, float32: gate_beta gives -4/beta;
+/// a normal initialisation draws from `generator` (the default generator when none).
+torch::Tensor initial_arm_parameter(const ArmParameter& parameter, at::IntArrayRef shape, double gate_beta,
+                                    c10::optional<at::Generator> generator = c10::nullopt);
 
 /// How attend() runs.
 struct AttendOptions {
@@ -128,9 +138,9 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 torch::Tensor gate_logits(const torch::Tensor& keys, const torch::Tensor& reads, const Arm& arm,
                           const ArmParameters& params, double beta);
 
-/// The output gate's values sigma(x W_theta) for hidden states x (B, Tq, C): (B, H, Tq, 1)
-/// head-wise, (B, H, Tq, d) element-wise, in float32 (float64 for float64 x) whatever autocast
-/// says; undefined for an arm without one.
+/// The output gate's values sigma(x W_theta^T) for hidden states x (B, Tq, C): (B, H, Tq, 1)
+/// head-wise, (B, H, Tq, d) element-wise (head h, dimension e from row h*d + e of W_theta), in
+/// float32 (float64 for float64 x) whatever autocast says; undefined for an arm without one.
 torch::Tensor output_gate_values(const torch::Tensor& x, const Arm& arm, const ArmParameters& params, int64_t heads);
 
 struct AttentionOptions {
@@ -153,17 +163,19 @@ class AttentionImpl : public torch::nn::Module {
   void set_hooks(std::shared_ptr<const AttentionHooks> hooks) { hooks_ = std::move(hooks); }
   void set_backend(AttentionBackend backend) { backend_ = backend; }
 
-  /// Names of the arm parameters that are never weight-decayed.
+  /// Names of the arm parameters that are never weight-decayed (the table's rows with decayed false).
   static const std::vector<std::string>& no_decay_names();
   ArmParameters arm_parameters() const;
 
   torch::nn::Linear c_attn{nullptr};  // (3C, C), no bias
   torch::nn::Linear c_proj{nullptr};  // (C, C), no bias
-  torch::Tensor sink_logit;           // (H) b_h of the sink-logit arms, init 0
-  torch::Tensor gate_tau;             // (H) tau_h of the norm gate / routing control, init -4/beta
-  torch::Tensor gate_w;               // (H, d) w_h of the projection or key gate, init 0
-  torch::Tensor gate_b;               // (H) b_h of the projection or key gate, init 4
-  torch::Tensor out_gate;             // (H, C) or (C, C) the output gate's W_theta^T, init N(0, 0.02), decayed
+  // The arm's parameters, registered from the arm table's rows (shapes, initialisation, decay
+  // there): undefined where the arm has none.
+  torch::Tensor sink_logit;           // (H) b_h of the sink-logit arms
+  torch::Tensor gate_tau;             // (H) tau_h of the norm gate / routing control
+  torch::Tensor gate_w;               // (H, d) w_h of the projection or key gate
+  torch::Tensor gate_b;               // (H) b_h of the projection or key gate
+  torch::Tensor out_gate;             // (H, C) or (C, C) the output gate's W_theta
 
  private:
   AttentionOptions options_;

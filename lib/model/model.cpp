@@ -2,6 +2,8 @@
 #include "lib/model/model.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "lib/base/error.h"
 #include "lib/kernels/loss.h"
@@ -44,8 +46,13 @@ GPTImpl::GPTImpl(const ModelConfig& config) : config_(config) {
     wte->weight.normal_(0.0, 0.02);
     wpe->weight.normal_(0.0, 0.02);
   }
-  if (config.arm.zero == ZeroOption::sinktoken)
-    sink_token = register_parameter("sink_token", torch::randn({config.n_embd}) * 0.02);
+  for (const auto& parameter : arm_parameters(config.arm))  // the arm's own, once per model: the sink token
+    if (!parameter.per_layer) {
+      if (std::string(parameter.name) != "sink_token")
+        throw std::logic_error(std::string("the model has no place for the arm parameter ") + parameter.name);
+      sink_token = register_parameter(parameter.name, initial_arm_parameter(parameter, parameter.shape_of(
+                                                          config.n_head, config.head_dim(), config.n_embd), config.gate_beta));
+    }
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
     AttentionOptions options;

@@ -163,32 +163,34 @@ const std::vector<Field>& fields() {
 int64_t ModelConfig::parameter_count() const {
   const int64_t c = n_embd;
   // arm_parameter_cost counts the sink token's vector with the layer's cost; it is one per model.
-  const int64_t sink = arm.zero == ZeroOption::sinktoken ? c : 0;
-  const int64_t arm_per_layer = arm_parameter_cost(arm, n_head, head_dim(), c) - sink;
+  int64_t once = 0;
+  for (const auto& parameter : arm_parameters(arm))
+    if (!parameter.per_layer) {
+      int64_t size = 1;
+      for (const int64_t extent : parameter.shape_of(n_head, head_dim(), c)) size *= extent;
+      once += size;
+    }
+  const int64_t arm_per_layer = arm_parameter_cost(arm, n_head, head_dim(), c) - once;
   const int64_t layer = 2 * (2 * c) + 12 * c * c + arm_per_layer;
-  return vocab_size * c + block_size * c + n_layer * layer + 2 * c + sink;
+  return vocab_size * c + block_size * c + n_layer * layer + 2 * c + once;
 }
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> ModelConfig::parameter_shapes() const {
   // LibTorch lists a module's own parameters before its children's, children in registration
-  // order (lib/model/model.cpp, attention.cpp).
+  // order (lib/model/model.cpp, attention.cpp); the arm's come from its table (lib/run/arm.h).
   const int64_t c = n_embd, h = n_head;
+  const auto arm_own = arm_parameters(arm);
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
-  if (arm.zero == ZeroOption::sinktoken) out.push_back({"sink_token", {c}});
+  for (const auto& parameter : arm_own)
+    if (!parameter.per_layer) out.push_back({parameter.stored_name(0), parameter.shape_of(h, head_dim(), c)});
   out.push_back({"wte.weight", {vocab_size, c}});
   out.push_back({"wpe.weight", {block_size, c}});
   for (int64_t layer = 0; layer < n_layer; ++layer) {
     const std::string block = "blocks." + std::to_string(layer) + ".";
     out.push_back({block + "ln_1.weight", {c}});
     out.push_back({block + "ln_1.bias", {c}});
-    if (arm.zero == ZeroOption::sinklogit) out.push_back({block + "attn.sink_logit", {h}});
-    if (arm.filter == Filter::normgate || arm.filter == Filter::renorm) out.push_back({block + "attn.gate_tau", {h}});
-    if (arm.filter == Filter::projgate || arm.filter == Filter::keygate) {
-      out.push_back({block + "attn.gate_w", {h, c / h}});
-      out.push_back({block + "attn.gate_b", {h}});
-    }
-    if (arm.output_gate != OutputGate::none)
-      out.push_back({block + "attn.out_gate", {arm.output_gate == OutputGate::headwise ? h : c, c}});
+    for (const auto& parameter : arm_own)
+      if (parameter.per_layer) out.push_back({parameter.stored_name(layer), parameter.shape_of(h, head_dim(), c)});
     out.push_back({block + "attn.c_attn.weight", {3 * c, c}});
     out.push_back({block + "attn.c_proj.weight", {c, c}});
     out.push_back({block + "ln_2.weight", {c}});

@@ -16,9 +16,13 @@ explicit path (lib/model/attention.cpp; the exact rules are in docs/arms.md):
   its own. Its keys and reads do not depend on the input (it sees only itself), so they are
   computed once per forward pass and put before every layer's keys; its output position does not
   exist here, as in sinkgate, where it is removed before the final LayerNorm;
-- the output gate (Qiu et al. 2025): each head's output y_i times sigma(x_i W_theta) before the
+- the output gate (Qiu et al. 2025): each head's output y_i times sigma(x_i W_theta^T) before the
   output projection, x_i the block's input after ln_1 at the query, in float32; W_theta (H, C) gives
   one gate per head (outgate), (C, C) one per head dimension (outgate-elem).
+
+The arm's parameters (names, shapes, initialisation) are those of sinkgate's arm table
+(lib/run/arm.cpp, docs/arms.md "The table of options"); sinkgate's tests build this model for every
+arm and compare its parameters with the table.
 
 The key-value cache holds the keys and the raw reads; the gates are recomputed from them (each
 depends on its own read or key alone; the output gate on the current query alone), so incremental
@@ -101,7 +105,7 @@ class SinkgateAttention(GPT2Attention):
         return (reads.to(gates.dtype) * gates.unsqueeze(-1)).to(reads.dtype), None
 
     def gated_output(self, hidden_states, output):
-        """The heads' output (B, H, T, d) times the output gate sigma(x W_theta) of the queries'
+        """The heads' output (B, H, T, d) times the output gate sigma(x W_theta^T) of the queries'
         inputs hidden_states (B, T, C), in float32; unchanged without an output gate."""
         if self.output_gate == "none":
             return output

@@ -51,7 +51,7 @@ sg_probe_error("refuses overrides alone on an arm without a gate"
                "none of the probes asked for applies to arm baseline")
 sg_probe_error("refuses the direction probe on an arm without a projection or key gate"
                "${SG_INJECT_DATA}/baseline.h5;--probe;direction;-o;${SG_PROBE_DATA}/never.h5" 2
-               "the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, ZERO+projgate) or a key gate (keygate, ZERO+keygate)")
+               "the direction probe needs a projection gate (projgate, combo2, or any arm joined with projgate) or a key gate (keygate, or any arm joined with keygate)")
 sg_probe_error("refuses the direction probe on any run without a projection or key gate"
                "${SG_CLI_DATA}/run.h5;${SG_INJECT_DATA}/baseline.h5;--probe;sinks,direction;-o;${SG_PROBE_DATA}/never.h5" 2
                "arm is baseline (${SG_INJECT_DATA}/baseline.h5)")

@@ -1,4 +1,4 @@
-// Tests of lib/model/export (sg-export's folders), against transformers, HF tokenizers and tiktoken
+// Tests of lib/hf/export (sg-export's folders), against transformers, HF tokenizers and tiktoken
 // through tests/hf_export_reference.py: for every arm the exported folder gives sinkgate's logits
 // (max |diff| <= 1e-5 in float32), attention weights and cached greedy tokens; the tokenizer files
 // equal an independent conversion of the rank file and give tiktoken's ids; the folder's layout,
@@ -293,21 +293,31 @@ TEST_CASE("export: refuses a file for DIR, a non-empty DIR without force and ano
 }
 
 TEST_CASE("export: the name table covers every arm's parameters, one tensor name each", "[export]") {
-  // A parameter without a row in lib/hf/hf_layout.cpp (a new arm option) fails here by name.
-  for (const char* zero : {"none", "offbyone", "sinklogit", "sinktoken"}) {
-    for (const char* filter : {"none", "normgate", "renorm", "projgate"}) {
-      auto config = sg::make_run_config("tiny", std::string(zero) + "+" + filter, 0).model;
-      INFO(config.arm.name());
-      std::vector<sg::HfTensor> tensors;
-      REQUIRE_NOTHROW(tensors = sg::hf_tensors(config));
-      std::set<std::string> names, parameters;
-      for (const auto& tensor : tensors) {
-        CHECK(names.insert(tensor.name).second);
-        CHECK(tensor.name.rfind("transformer.", 0) == 0);
-        if (!tensor.parameter.empty()) parameters.insert(tensor.parameter);
-      }
-      CHECK(parameters.size() == config.parameter_shapes().size());
+  // Every arm of the arm table (lib/run/arm.h): a parameter without an export name fails here by name,
+  // and each arm parameter is exported under the table's export name, as sinkgate stores it.
+  for (const auto& arm : sg::all_arms()) {
+    auto config = sg::make_run_config("tiny", arm.name(), 0).model;
+    INFO(config.arm.name());
+    std::vector<sg::HfTensor> tensors;
+    REQUIRE_NOTHROW(tensors = sg::hf_tensors(config));
+    std::set<std::string> names, parameters;
+    std::map<std::string, std::pair<std::string, std::vector<int64_t>>> exported;  // parameter -> (name, shape)
+    for (const auto& tensor : tensors) {
+      CHECK(names.insert(tensor.name).second);
+      CHECK(tensor.name.rfind("transformer.", 0) == 0);
+      if (!tensor.parameter.empty()) parameters.insert(tensor.parameter);
+      if (!tensor.parameter.empty()) exported[tensor.parameter] = {tensor.name, tensor.shape};
     }
+    CHECK(parameters.size() == config.parameter_shapes().size());
+    for (const auto& parameter : sg::arm_parameters(config.arm))
+      for (int64_t layer = 0; layer < (parameter.per_layer ? config.n_layer : 1); ++layer) {
+        const auto stored = parameter.stored_name(layer);
+        INFO(stored);
+        REQUIRE(exported.count(stored));
+        CHECK(exported.at(stored).first == (parameter.per_layer ? "transformer.h." + std::to_string(layer) + "." : std::string("transformer.")) +
+                                               parameter.export_name);
+        CHECK(exported.at(stored).second == parameter.shape_of(config.n_head, config.head_dim(), config.n_embd));
+      }
   }
 }
 

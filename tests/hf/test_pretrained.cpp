@@ -1,4 +1,4 @@
-// Tests of lib/model/pretrained against transformers: small random GPT-2 and GPT-NeoX models built and
+// Tests of lib/hf/pretrained against transformers: small random GPT-2 and GPT-NeoX models built and
 // run by tests/survey_reference.py (tied and untied heads, the hub's GPT-2 layout in BF16 shards,
 // parallel and sequential NeoX blocks, partial rotary in both config.json spellings, float16
 // shards) must give transformers' logits within 1e-4 and its per-head attention weights; damaged

@@ -745,8 +745,8 @@ TEST_CASE("direction: asked by name only, and refused for an arm without a proje
       FAIL("no error for arm " << arm);
     } catch (const sg::UsageError& error) {
       CHECK(std::string(error.what()) ==
-            std::string("the direction probe needs a gate with a learned direction, a projection gate (projgate, combo2, "
-                        "ZERO+projgate) or a key gate (keygate, ZERO+keygate); arm is ") + arm);
+            std::string("the direction probe needs a projection gate (projgate, combo2, or any arm joined with projgate) "
+                        "or a key gate (keygate, or any arm joined with keygate); arm is ") + arm);
     }
   }
 }

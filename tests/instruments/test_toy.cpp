@@ -99,7 +99,7 @@ torch::Tensor reference_logits(const sg::toy::ToyModel& model, int64_t s, const 
   for (int64_t t = 0; t < t_len; ++t) y += std::exp(logits[t]) / denominator * reads[t];
   // The output gate: sigma(x W_theta) with x = q, one value per head or per dimension.
   if (arm.arm.output_gate == sg::OutputGate::headwise)
-    y = y / (1.0 + std::exp(-torch::dot(q, dbl(model->out_gate[s][0])).item<double>()));
+    y = y / (1.0 + std::exp(-torch::dot(q, dbl(model->out_gate[s])).item<double>()));
   if (arm.arm.output_gate == sg::OutputGate::elementwise) y = y / (1.0 + (-torch::mv(dbl(model->out_gate[s]), q)).exp());
   return torch::mv(dbl(model->readout[s]), y) + dbl(model->readout_bias[s]);
 }
@@ -289,7 +289,7 @@ TEST_CASE("toy: the output gate is one learned constant per seed, drawn after th
   CHECK(torch::equal(baseline->query, head->query));
   CHECK(torch::equal(baseline->key, head->key));
   CHECK(torch::equal(baseline->readout[1], element->readout[0]));
-  REQUIRE(head->out_gate.sizes() == torch::IntArrayRef({2, 1, config.dim}));
+  REQUIRE(head->out_gate.sizes() == torch::IntArrayRef({2, config.dim}));
   REQUIRE(element->out_gate.sizes() == torch::IntArrayRef({1, config.dim, config.dim}));
   const double sd = element->out_gate.std().item<double>();
   INFO("element-wise W_theta standard deviation " << sd);
@@ -393,9 +393,9 @@ TEST_CASE("toy: the output gate's mean is sigma(q W_theta) written out, over the
         CHECK(std::isnan(rows[s].output_gate_mean));
         continue;
       }
-      // One value per row of W_theta^T (one head-wise, d element-wise), the mean over them.
+      // One value per row of W_theta (one head-wise, d element-wise), the mean over them.
       const auto q = model->query[s].detach().to(torch::kDouble);
-      const auto w = model->out_gate[s].detach().to(torch::kDouble);
+      const auto w = model->out_gate[s].detach().to(torch::kDouble).reshape({-1, config.dim});
       double sum = 0;
       for (int64_t e = 0; e < w.size(0); ++e) sum += 1.0 / (1.0 + std::exp(-torch::dot(q, w[e]).item<double>()));
       CHECK(rows[s].output_gate_mean == Approx(sum / static_cast<double>(w.size(0))).epsilon(1e-5));

@@ -3,10 +3,14 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "lib/model/model.h"
+#include "lib/train/optimizer.h"
 
 namespace {
 
@@ -59,6 +63,55 @@ TEST_CASE("parameters added per layer equal Table 4, at two model sizes") {
     }
     auto sink_model = sg::build_model(small_config("sinktoken", shape.layers, shape.heads, shape.width), 0);
     CHECK(sink_model->parameter_count() - base_model->parameter_count() == shape.width);
+  }
+}
+
+TEST_CASE("for every arm of the table, the model registers each row's parameters by its shape, init and decay") {
+  const int64_t layers = 2, heads = 4, width = 32, d = width / heads;
+  const double beta = 8.0;
+  std::set<std::string> base_names;
+  for (const auto& item : sg::build_model(small_config("baseline", layers, heads, width), 0)->named_parameters())
+    base_names.insert(item.key());
+  for (const auto& arm : sg::all_arms()) {
+    INFO(arm.name());
+    auto config = small_config(arm.name(), layers, heads, width);
+    config.gate_beta = beta;
+    auto model = sg::build_model(config, 0);
+    std::map<std::string, torch::Tensor> own;  // beyond the baseline's
+    for (const auto& item : model->named_parameters())
+      if (!base_names.count(item.key())) own[item.key()] = item.value().detach();
+    std::set<std::string> expected;
+    const auto groups = sg::parameter_groups(*model);
+    for (const auto& parameter : sg::arm_parameters(arm)) {
+      std::vector<int64_t> shape;  // the rule, read here: H, d, d_model
+      for (const auto extent : parameter.shape)
+        shape.push_back(extent == sg::Extent::heads ? heads : extent == sg::Extent::head_dim ? d : width);
+      for (int64_t layer = 0; layer < (parameter.per_layer ? layers : 1); ++layer) {
+        const std::string name = parameter.per_layer ? "blocks." + std::to_string(layer) + ".attn." + parameter.name
+                                                     : std::string(parameter.name);
+        INFO(name);
+        expected.insert(name);
+        REQUIRE(own.count(name));
+        const auto& value = own.at(name);
+        CHECK(value.sizes().vec() == shape);
+        switch (parameter.init) {
+          case sg::ArmInit::zeros: CHECK(value.abs().max().item<double>() == 0.0); break;
+          case sg::ArmInit::constant: CHECK(value.eq(parameter.value).all().item<bool>()); break;
+          case sg::ArmInit::minus_4_over_beta:
+            CHECK(value.eq(static_cast<float>(-4.0 / beta)).all().item<bool>());
+            break;
+          case sg::ArmInit::normal: {
+            const double sd = value.std().item<double>();
+            CHECK(sd > 0.5 * parameter.value);
+            CHECK(sd < 1.5 * parameter.value);
+            break;
+          }
+        }
+        const bool decayed = std::find(groups.decay_names.begin(), groups.decay_names.end(), name) != groups.decay_names.end();
+        CHECK(decayed == parameter.decayed);
+      }
+    }
+    CHECK(own.size() == expected.size());
   }
 }
 

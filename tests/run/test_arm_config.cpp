@@ -1,12 +1,19 @@
-// Tests of lib/run/arm and lib/run/config: arm names, Table 3 presets, overrides and config files.
+// Tests of lib/run/arm and lib/run/config: arm names, the arm table and what follows from it (shapes,
+// costs, messages, --help lists, docs/arms.md, pipelines/hf/), Table 3 presets, overrides and config files.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "lib/base/error.h"
 #include "lib/run/arm.h"
 #include "lib/run/config.h"
+#include "tests/support.h"
 
 TEST_CASE("the nine arms of Table 4 parse to their zero option and filter") {
   using sg::Filter;
@@ -189,4 +196,214 @@ TEST_CASE("loss_plan: auto or ROWS:PRODUCTS[:ROW_KERNEL], a bad one is a usage e
   CHECK(copy.train.loss_plan == "1024:plain:portable");
   copy.train.loss_plan = "1024:gpu";
   CHECK_THROWS_WITH(copy.train.validate(), Catch::Contains("loss_plan"));
+}
+
+// --- the arm table: every test below iterates it, none lists an arm by hand -------------------
+
+namespace {
+
+/// The test's own reading of a shape rule: H, d and d_model for an extent.
+std::vector<int64_t> rule_shape(const sg::ArmParameter& parameter, int64_t heads, int64_t width) {
+  std::vector<int64_t> out;
+  for (const auto extent : parameter.shape)
+    out.push_back(extent == sg::Extent::heads ? heads : extent == sg::Extent::head_dim ? width / heads : width);
+  return out;
+}
+
+std::string run_output(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  INFO(command << "\n" << output);
+  REQUIRE(pclose(pipe) == 0);
+  return output;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("the arm table: one row per option of each axis, each name parses back to its row") {
+  std::map<std::pair<int, int>, int> rows;
+  for (const auto& option : sg::arm_options()) {
+    INFO(option.name);
+    ++rows[{static_cast<int>(option.axis), option.value}];
+    sg::Arm arm;
+    REQUIRE_NOTHROW(arm = sg::parse_arm(option.name));
+    if (std::string(option.name) != "none") CHECK(&sg::arm_option(arm, option.axis) == &option);
+    CHECK(sg::option_names(option.axis).front() == "none");
+  }
+  for (const auto& [key, count] : rows) CHECK(count == 1);
+  // Every combination is an arm whose canonical name reads back.
+  const auto arms = sg::all_arms();
+  CHECK(arms.size() == sg::option_names(sg::ArmAxis::zero).size() * sg::option_names(sg::ArmAxis::filter).size() *
+                           sg::option_names(sg::ArmAxis::output_gate).size());
+  for (const auto& arm : arms) CHECK(sg::parse_arm(arm.name()) == arm);
+  // A parameter name two options share (tau_h; w_h and b_h; W_theta) is one tensor, the same
+  // initialisation, decay and export name in both (only the output gate's shape differs).
+  std::map<std::string, const sg::ArmParameter*> seen;
+  for (const auto& option : sg::arm_options())
+    for (const auto& parameter : option.parameters) {
+      const auto [it, fresh] = seen.emplace(parameter.name, &parameter);
+      if (fresh) continue;
+      INFO(parameter.name);
+      CHECK(it->second->per_layer == parameter.per_layer);
+      CHECK(it->second->init == parameter.init);
+      CHECK(it->second->value == parameter.value);
+      CHECK(it->second->decayed == parameter.decayed);
+      CHECK(std::string(it->second->export_name) == parameter.export_name);
+    }
+}
+
+TEST_CASE("the arm table: parameter_shapes and the parameter count hold every row's parameters by its shape rule") {
+  const int64_t heads = 4, width = 32, layers = 2;
+  auto plain = sg::make_run_config("tiny", "baseline", 0).model;
+  plain.n_head = heads, plain.n_embd = width, plain.n_layer = layers;
+  const auto base = plain.parameter_shapes();
+  std::set<std::string> base_names;
+  for (const auto& [name, shape] : base) base_names.insert(name);
+  for (const auto& arm : sg::all_arms()) {
+    INFO(arm.name());
+    auto config = plain;
+    config.arm = arm;
+    std::map<std::string, std::vector<int64_t>> own;  // the arm's beyond the baseline's
+    for (const auto& [name, shape] : config.parameter_shapes())
+      if (!base_names.count(name)) own[name] = shape;
+    std::map<std::string, std::vector<int64_t>> expected;
+    int64_t added = 0;
+    for (const auto& parameter : sg::arm_parameters(arm)) {
+      const auto shape = rule_shape(parameter, heads, width);
+      int64_t size = 1;
+      for (const auto extent : shape) size *= extent;
+      if (parameter.per_layer)
+        for (int64_t layer = 0; layer < layers; ++layer) expected["blocks." + std::to_string(layer) + ".attn." + parameter.name] = shape;
+      else
+        expected[parameter.name] = shape;
+      added += parameter.per_layer ? layers * size : size;
+    }
+    CHECK(own == expected);
+    CHECK(config.parameter_count() - plain.parameter_count() == added);
+    // Table 4's per-layer cost is the sum of the parameters' sizes (the sink token's counted once).
+    int64_t cost = 0;
+    for (const auto& parameter : sg::arm_parameters(arm)) {
+      int64_t size = 1;
+      for (const auto extent : rule_shape(parameter, heads, width)) size *= extent;
+      cost += size;
+    }
+    CHECK(sg::arm_parameter_cost(arm, heads, width / heads, width) == cost);
+  }
+}
+
+TEST_CASE("the arm table: only tensors of dimension >= 2 are decayed, and of those only w_h, a vector per head, is not") {
+  for (const auto& option : sg::arm_options())
+    for (const auto& parameter : option.parameters) {
+      INFO(option.name << " " << parameter.name);
+      if (parameter.decayed) CHECK(parameter.shape.size() >= 2);
+      if (!parameter.decayed && parameter.shape.size() >= 2)
+        CHECK(parameter.shape == std::vector<sg::Extent>{sg::Extent::heads, sg::Extent::head_dim});
+    }
+}
+
+TEST_CASE("the arm table: capability messages name every option and paper arm that has the capability") {
+  for (const auto capability :
+       {sg::ArmCapability::phantom, sg::ArmCapability::sink_position, sg::ArmCapability::read_gate,
+        sg::ArmCapability::value_slot_gate, sg::ArmCapability::routing_slot, sg::ArmCapability::read_direction,
+        sg::ArmCapability::key_direction, sg::ArmCapability::query_gate}) {
+    const auto message = sg::arms_with(capability);
+    INFO(message);
+    for (const auto& name : sg::paper_arm_names())
+      CHECK((message.find(" " + name + ",") != std::string::npos || message.find("(" + name + ",") != std::string::npos) ==
+            sg::arm_has(sg::parse_arm(name), capability));
+    for (const auto& arm : sg::all_arms()) {
+      bool has = false;
+      for (const auto axis : {sg::ArmAxis::zero, sg::ArmAxis::filter, sg::ArmAxis::output_gate}) {
+        const auto& caps = sg::arm_option(arm, axis).capabilities;
+        has = has || std::find(caps.begin(), caps.end(), capability) != caps.end();
+      }
+      CHECK(sg::arm_has(arm, capability) == has);
+    }
+  }
+  // The overrides' message names the key gate, which multiplies the read as the other value-slot gates do.
+  CHECK_THAT(sg::arms_with(sg::ArmCapability::value_slot_gate), Catch::Contains("keygate"));
+}
+
+TEST_CASE("the arm table: each tool's --help lists the arms of the table") {
+  for (const char* tool : {"sg-train", "sg-arms", "sg-toy"}) {
+    const std::string path = std::string(SG_BIN_DIR) + "/" + tool;
+    if (!sg_test::exists(path)) {
+      WARN("SKIPPED: " << path << " is not built");
+      continue;
+    }
+    INFO(tool);
+    CHECK_THAT(run_output(sg_test::shell_quote(path) + " --help"), Catch::Contains(sg::arm_choices()));
+  }
+  // The list names every option of every axis and every paper arm.
+  for (const auto& option : sg::arm_options())
+    if (std::string(option.name) != "none") CHECK_THAT(sg::arm_choices(), Catch::Contains(option.name));
+}
+
+TEST_CASE("the arm table: docs/arms.md holds it verbatim") {
+  const auto doc = file_text(std::string(SG_TEST_SOURCE_DIR) + "/../docs/arms.md");
+  CHECK_THAT(doc, Catch::Contains(sg::arm_options_markdown()));
+}
+
+TEST_CASE("the arm table: pipelines/hf/ declares each arm's parameters, shapes and initialisation (transformers)") {
+  const int64_t heads = 4, width = 32, layers = 2;
+  const double beta = 8.0;
+  const auto quote = [](const std::string& text) { return "\"" + text + "\""; };
+  std::ostringstream json;
+  json << "{\"heads\": " << heads << ", \"width\": " << width << ", \"layers\": " << layers << ", \"gate_beta\": " << beta
+       << ", \"axes\": {";
+  bool first_axis = true;
+  for (const auto axis : {sg::ArmAxis::zero, sg::ArmAxis::filter, sg::ArmAxis::output_gate}) {
+    json << (first_axis ? "" : ", ") << quote(sg::config_field(axis)) << ": [";
+    first_axis = false;
+    const auto names = sg::option_names(axis);
+    for (size_t i = 0; i < names.size(); ++i) json << (i ? ", " : "") << quote(names[i]);
+    json << "]";
+  }
+  json << "}, \"arms\": [";
+  const char* inits[] = {"zeros", "constant", "minus_4_over_beta", "normal"};
+  const auto arms = sg::all_arms();
+  for (size_t a = 0; a < arms.size(); ++a) {
+    const auto& arm = arms[a];
+    json << (a ? ", " : "") << "{\"arm\": " << quote(arm.name());
+    for (const auto axis : {sg::ArmAxis::zero, sg::ArmAxis::filter, sg::ArmAxis::output_gate})
+      json << ", " << quote(sg::config_field(axis)) << ": " << quote(sg::arm_option(arm, axis).name);
+    json << ", \"parameters\": [";
+    bool first = true;
+    for (const auto& parameter : sg::arm_parameters(arm)) {
+      std::vector<std::string> names;
+      if (parameter.per_layer)
+        for (int64_t layer = 0; layer < layers; ++layer)
+          names.push_back("transformer.h." + std::to_string(layer) + "." + parameter.export_name);
+      else
+        names.push_back(std::string("transformer.") + parameter.export_name);
+      for (const auto& name : names) {
+        json << (first ? "" : ", ") << "{\"name\": " << quote(name) << ", \"shape\": [";
+        first = false;
+        const auto shape = rule_shape(parameter, heads, width);
+        for (size_t i = 0; i < shape.size(); ++i) json << (i ? ", " : "") << shape[i];
+        json << "], \"init\": " << quote(inits[static_cast<int>(parameter.init)]) << ", \"value\": " << parameter.value << "}";
+      }
+    }
+    json << "]}";
+  }
+  json << "]}";
+  const auto folder = sg_test::make_folder("/tmp/sg-arm-table-XXXXXX");
+  const std::string table = folder + "/table.json";
+  std::ofstream(table) << json.str();
+  const auto output = run_output(sg_test::shell_quote(SG_PYTHON) + " " +
+                                 sg_test::shell_quote(std::string(SG_TEST_SOURCE_DIR) + "/hf_arm_table.py") + " " +
+                                 sg_test::shell_quote(table) + " " +
+                                 sg_test::shell_quote(std::string(SG_TEST_SOURCE_DIR) + "/../pipelines/hf"));
+  sg_test::remove_tree(folder);
+  CHECK_THAT(output, Catch::Contains("hf arm table: ok (" + std::to_string(arms.size()) + " arms)"));
 }
