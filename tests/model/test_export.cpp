@@ -280,21 +280,27 @@ TEST_CASE("export: model.safetensors holds GPT-2's names in Conv1D layout, and s
 TEST_CASE("export: refuses a file for DIR, a non-empty DIR without force and another vocabulary, leaving nothing",
           "[export]") {
   sg_test::Scratch scratch;
-  small_run("combo2", scratch / "run.h5", nullptr);
+  // On the run's own small vocabulary (a cheaper export; the folder rules do not depend on it).
+  small_run("combo2", scratch / "run.h5", nullptr, small_rank_file(scratch / "ranks.tiktoken"));
+  const auto recorded = [](bool force) {
+    auto result = options(force);
+    result.vocabulary = "";
+    return result;
+  };
   sg_test::write_bytes(scratch / "file", "x");
-  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "file", options()),
+  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "file", recorded(false)),
                     Catch::Contains("exists and is not a folder"));
-  sg::export_run(scratch / "run.h5", scratch / "out", options());
-  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "out", options()),
+  sg::export_run(scratch / "run.h5", scratch / "out", recorded(false));
+  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "out", recorded(false)),
                     Catch::Contains("exists and is not empty"));
   sg_test::write_bytes(scratch / "out/extra.txt", "old");
-  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "out/", options(/*force=*/true)));
+  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "out/", recorded(/*force=*/true)));
   CHECK_FALSE(sg_test::exists(scratch / "out/extra.txt"));  // replaced whole
   CHECK(sg_test::exists(scratch / "out/modeling_sinkgate.py"));
   // An empty folder is simply filled.
   REQUIRE(mkdir((scratch / "empty").c_str(), 0777) == 0);
-  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "empty", options()));
-  CHECK_THROWS_AS(sg::export_run(scratch / "run.h5", scratch / "no/such/parent", options()), sg::OutputError);
+  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "empty", recorded(false)));
+  CHECK_THROWS_AS(sg::export_run(scratch / "run.h5", scratch / "no/such/parent", recorded(false)), sg::OutputError);
 
   // A run of an older sinkgate (no tokenizer record) on another vocabulary than the one given:
   // refused before anything is written, naming the run and the vocabulary's size.
