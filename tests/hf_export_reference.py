@@ -14,13 +14,14 @@ Commands:
   tokenizer VOCAB DIR       DIR's vocab.json and merges.txt against tokenizer_reference.py's conversion of
                             the rank file VOCAB (GPT-2's or another); AutoTokenizer (tokenizer.json) and GPT2Tokenizer (vocab.json
                             + merges.txt alone) against tiktoken on text of every byte class. Prints "tokenizer: ok".
-  run DIR TOKENS EVAL SAMPLE PROMPT N
+  run DIR TOKENS EVAL SAMPLE PROMPT N [DIR TOKENS EVAL SAMPLE PROMPT N ...]
                             a trained run's export: the loss on sg-eval's validation batches (the run's
                             final_eval_batches windows of the token file TOKENS, eval_seed) against
                             sg-eval's val_loss in the result table EVAL; greedy generate of N tokens after
-                            PROMPT against sg-sample's text in the file SAMPLE. Prints
+                            PROMPT against sg-sample's text in the file SAMPLE. Prints, per export,
                             "loss_diff=X generate=same|differs", and "run: ok" when the
-                            loss is within 1e-5 and the text the same.
+                            loss is within 1e-5 and the text the same; several exports in one process
+                            (transformers imported once), then "run: all K ok" when every one is.
 """
 import json
 import os
@@ -195,12 +196,14 @@ def command_run(folder, tokens_path, eval_path, sample_path, prompt_text, count)
         sampled = f.read()
     sampled = sampled[:-1] if sampled.endswith("\n") else sampled  # sg-sample ends its output with a newline
     same = text == sampled
-    if abs(loss - val_loss) <= 1e-5 and same:
+    ok = abs(loss - val_loss) <= 1e-5 and same
+    if ok:
         print("run: ok (loss within 1e-5 of sg-eval's, greedy text as sg-sample's)")
     print(f"loss_diff={abs(loss - val_loss):.3g} (transformers {loss:.6f}, sg-eval {val_loss:.6f}) "
           f"generate={'same' if same else 'differs'}")
     if not same:
         print("transformers:", repr(text), "\nsg-sample:   ", repr(sampled))
+    return ok
 
 
 def main(argv):
@@ -210,8 +213,15 @@ def main(argv):
             command_logits(folder, reference)
     elif len(argv) == 3 and argv[0] == "tokenizer":
         check_tokenizer(argv[1], argv[2])
-    elif len(argv) == 7 and argv[0] == "run":
-        command_run(argv[1], argv[2], argv[3], argv[4], argv[5], int(argv[6]))
+    elif len(argv) >= 7 and argv[0] == "run" and (len(argv) - 1) % 6 == 0:
+        groups = [argv[i:i + 6] for i in range(1, len(argv), 6)]
+        passed = 0
+        for folder, tokens, eval_path, sample, prompt, count in groups:
+            if len(groups) > 1:
+                print(os.path.basename(os.path.normpath(folder)) + ":", flush=True)
+            passed += command_run(folder, tokens, eval_path, sample, prompt, int(count))
+        if len(groups) > 1 and passed == len(groups):
+            print(f"run: all {len(groups)} ok")
     else:
         sys.exit(__doc__)
 

@@ -30,12 +30,30 @@ namespace {
 
 constexpr int64_t kBatch = 2, kLength = 12, kPrompt = 5, kGreedy = 10;
 
-/// A small model of the arm on GPT-2's vocabulary, with every LayerNorm and arm parameter moved
-/// off its initial value (so that a wrong mapping or a missing gate shows), saved as a run file.
-sg::RunState small_run(const std::string& arm, const std::string& path, sg::GPT* out_model) {
+/// GPT-2's first 1,000 ranks written to `path`: a rank file of its own (each token merges two lower
+/// ranks), whose 1,001-token model (the end-of-text token last) exports and loads in a fraction of
+/// GPT-2's time. Returns `path`.
+std::string small_rank_file(const std::string& path) {
+  std::ifstream gpt2(SG_GPT2_VOCAB);
+  std::string line, ranks;
+  for (int i = 0; i < 1000 && std::getline(gpt2, line); ++i) ranks += line + "\n";
+  sg_test::write_bytes(path, ranks);
+  return path;
+}
+
+/// A small model of the arm on GPT-2's vocabulary (or on the rank file `vocabulary`, recorded in the
+/// run as sg-train records it), with every LayerNorm and arm parameter moved off its initial value
+/// (so that a wrong mapping or a missing gate shows), saved as a run file.
+sg::RunState small_run(const std::string& arm, const std::string& path, sg::GPT* out_model,
+                       const std::string& vocabulary = "") {
   sg::RunState state;
   state.config = sg::make_run_config("tiny", arm, 3);
   sg::apply_overrides(state.config, {"n_layer=2", "n_embd=64", "n_head=4", "block_size=32"});
+  if (!vocabulary.empty()) {
+    const auto tokenizer = sg::Tokenizer::load(vocabulary);
+    sg::apply_overrides(state.config, {"vocab_size=" + std::to_string(tokenizer.vocab_size())});
+    state.tokenizer = sg::TokenizerRecord::of(tokenizer);
+  }
   auto model = sg::build_model(state.config.model, 7);
   {
     torch::NoGradGuard no_grad;
@@ -68,10 +86,10 @@ sg::ExportOptions options(bool force = false) {
 
 /// sinkgate's numbers for the reference script: ids, logits (fused path), layer 0's attention
 /// weights on the real keys (explicit path), and greedy tokens decoded with the key-value cache.
-void write_reference(sg::GPTImpl& model, bool sink_token, const std::string& path) {
+void write_reference(sg::GPTImpl& model, int64_t vocab_size, bool sink_token, const std::string& path) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(5);
-  const auto ids = torch::randint(0, 50257, {kBatch, kLength}, torch::kLong);
+  const auto ids = torch::randint(0, vocab_size, {kBatch, kLength}, torch::kLong);
   const auto logits = model.forward(ids).contiguous();
   std::vector<sg::AttentionTelemetry> slots;
   auto hooks = std::make_shared<sg::AttentionHooks>();
@@ -141,13 +159,19 @@ TEST_CASE("export: every arm's folder gives sinkgate's logits, weights and cache
                                          "projgate", "combo", "combo2", "sinktoken+projgate", "offbyone+renorm",
                                          "sinktoken+renorm", "keygate", "outgate", "sinklogit+outgate-elem",
                                          "combo2+outgate", "sinktoken+keygate+outgate"};
+  // On a vocabulary of 1,001 tokens: the logits, weights and cache do not depend on its size, and
+  // the tokenizer files of GPT-2's are checked in the next test.
+  const auto vocabulary = small_rank_file(scratch / "small.tiktoken");
+  auto own = options();
+  own.vocabulary = "";
   std::string arguments = "logits";
   for (const auto& arm : arms) {
     sg::GPT model{nullptr};
-    const auto state = small_run(arm, scratch / (arm + ".h5"), &model);
-    const auto summary = sg::export_run(scratch / (arm + ".h5"), scratch / arm, options());
+    const auto state = small_run(arm, scratch / (arm + ".h5"), &model, vocabulary);
+    const auto summary = sg::export_run(scratch / (arm + ".h5"), scratch / arm, own);
     CHECK(summary.model_type == (arm == "baseline" ? "gpt2" : "sinkgate"));
-    write_reference(*model, state.config.model.arm.zero == sg::ZeroOption::sinktoken, scratch / (arm + ".ref"));
+    write_reference(*model, state.config.model.vocab_size, state.config.model.arm.zero == sg::ZeroOption::sinktoken,
+                    scratch / (arm + ".ref"));
     arguments += " " + sg_test::shell_quote(scratch / arm) + " " + sg_test::shell_quote(scratch / (arm + ".ref"));
   }
   const auto output = reference(arguments);
@@ -256,21 +280,27 @@ TEST_CASE("export: model.safetensors holds GPT-2's names in Conv1D layout, and s
 TEST_CASE("export: refuses a file for DIR, a non-empty DIR without force and another vocabulary, leaving nothing",
           "[export]") {
   sg_test::Scratch scratch;
-  small_run("combo2", scratch / "run.h5", nullptr);
+  // On the run's own small vocabulary (a cheaper export; the folder rules do not depend on it).
+  small_run("combo2", scratch / "run.h5", nullptr, small_rank_file(scratch / "ranks.tiktoken"));
+  const auto recorded = [](bool force) {
+    auto result = options(force);
+    result.vocabulary = "";
+    return result;
+  };
   sg_test::write_bytes(scratch / "file", "x");
-  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "file", options()),
+  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "file", recorded(false)),
                     Catch::Contains("exists and is not a folder"));
-  sg::export_run(scratch / "run.h5", scratch / "out", options());
-  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "out", options()),
+  sg::export_run(scratch / "run.h5", scratch / "out", recorded(false));
+  CHECK_THROWS_WITH(sg::export_run(scratch / "run.h5", scratch / "out", recorded(false)),
                     Catch::Contains("exists and is not empty"));
   sg_test::write_bytes(scratch / "out/extra.txt", "old");
-  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "out/", options(/*force=*/true)));
+  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "out/", recorded(/*force=*/true)));
   CHECK_FALSE(sg_test::exists(scratch / "out/extra.txt"));  // replaced whole
   CHECK(sg_test::exists(scratch / "out/modeling_sinkgate.py"));
   // An empty folder is simply filled.
   REQUIRE(mkdir((scratch / "empty").c_str(), 0777) == 0);
-  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "empty", options()));
-  CHECK_THROWS_AS(sg::export_run(scratch / "run.h5", scratch / "no/such/parent", options()), sg::OutputError);
+  CHECK_NOTHROW(sg::export_run(scratch / "run.h5", scratch / "empty", recorded(false)));
+  CHECK_THROWS_AS(sg::export_run(scratch / "run.h5", scratch / "no/such/parent", recorded(false)), sg::OutputError);
 
   // A run of an older sinkgate (no tokenizer record) on another vocabulary than the one given:
   // refused before anything is written, naming the run and the vocabulary's size.
@@ -325,11 +355,14 @@ TEST_CASE("export: the name table covers every arm's parameters, one tensor name
 // tests/cli/cli_sg-export.cmake; here the baseline and two ZERO+FILTER pairs.)
 TEST_CASE("export: sinkgate reads an arm's folder back as the run's model", "[export]") {
   sg_test::Scratch scratch;
+  const auto vocabulary = small_rank_file(scratch / "small.tiktoken");  // 1,001 tokens: a cheaper folder
+  auto own = options();
+  own.vocabulary = "";
   for (const std::string arm : {"baseline", "sinktoken+projgate", "offbyone+renorm"}) {
     INFO(arm);
     sg::GPT model{nullptr};
-    const auto state = small_run(arm, scratch / (arm + ".h5"), &model);
-    sg::export_run(scratch / (arm + ".h5"), scratch / arm, options());
+    const auto state = small_run(arm, scratch / (arm + ".h5"), &model, vocabulary);
+    sg::export_run(scratch / (arm + ".h5"), scratch / arm, own);
     const auto folder = sg::LanguageModel::load(scratch / arm, torch::kCPU);
     CHECK(folder.has_run());
     CHECK(folder.pretrained() == (arm == "baseline"));
@@ -339,7 +372,7 @@ TEST_CASE("export: sinkgate reads an arm's folder back as the run's model", "[ex
     CHECK(sg::to_fields(config) == sg::to_fields(state.config));
     torch::NoGradGuard no_grad;
     model->eval();
-    const auto ids = torch::randint(0, 50257, {2, 20}, torch::kLong);
+    const auto ids = torch::randint(0, state.config.model.vocab_size, {2, 20}, torch::kLong);
     const auto expected = model->forward(ids);
     CHECK((folder.head(folder.hidden(ids)) - expected).abs().max().item<double>() <= 1e-5);
     if (!folder.pretrained()) {
