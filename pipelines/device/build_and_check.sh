@@ -124,6 +124,9 @@ stage unpack unpack
 
 LIBS="$PREFIX/usr/lib/x86_64-linux-gnu:$PREFIX/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Debian's multiarch headers (openssl/opensslconf.h) live in include/x86_64-linux-gnu, which the
+# compiler searches by itself under /usr but not under a prefix.
+export CPATH="$PREFIX/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
 
 # --- 2. configure against the machine's own torch and the prefix -----------------------------
 PYTHON=$(command -v "${SG_DEVICE_PYTHON:-python3}")
