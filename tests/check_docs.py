@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check_docs.py — the manual's links resolve and the README stays the front door.
+"""check_docs.py — the manual's links resolve, its figures agree with the measurements log, and
+the README stays the front door.
 
 Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
   - every relative Markdown link, [text](path) or [text](path#anchor) (and a bare (#anchor) into
@@ -9,7 +10,14 @@ Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
     heading gets -1, -2, …). Links inside code blocks and inline code are not links;
   - README.md is at most 25,000 bytes, and holds the two commands CI runs, verbatim;
   - no page cites an issue number ("issue 19"): the manual is reference, history goes to
-    CHANGELOG.md.
+    CHANGELOG.md;
+  - no docs page is over 15,000 bytes, except the measurements log (docs/measurements.md);
+  - the main job's and the test suite's times quoted anywhere agree with the newest row of the
+    log's tables "The main job" and "The test suite" (the first row under each heading): a link
+    into one of those tables whose text is a time ("9 min 47 s", "about 10 minutes") must give
+    that row's time, exactly or rounded to whole minutes; and a line that speaks of the main job
+    or the test suite may quote a time only inside such a link;
+  - CHANGELOG.md has at most one section of each kind (Added, Changed, …) per release.
 Plain Python 3, no third-party package. Prints what it checked; exits 1 naming every failure.
 
 Usage: python3 tests/check_docs.py [SOURCE_DIR]   (default: the folder above this script)
@@ -19,6 +27,15 @@ import re
 import sys
 
 README_LIMIT = 25_000
+PAGE_LIMIT = 15_000
+LOG = "docs/measurements.md"
+# The log's tables whose newest row every quoted figure must agree with: anchor -> what it times.
+LOGGED_TIMES = {"the-main-job": "the main job", "the-test-suite": "the test suite"}
+# A time as the manual writes it: "9 min 47 s", "10 min 0 s", "about 10 minutes", "75 s".
+TIME = re.compile(r"(?:about )?(\d+) min(?:utes)?(?: (\d+) s)?|(\d+) s\b")
+# A line speaking of the main job or of the test suite (not of "quick" in general).
+SPEAKS_OF = {"the-main-job": re.compile(r"main job", re.IGNORECASE),
+             "the-test-suite": re.compile(r"test suite|the suite(?:'s time| takes| took| runs in| ran in)", re.IGNORECASE)}
 README_COMMANDS = [
     "./setup.sh && make -f Makefile.experiments -j 2 quick",
     "./setup.sh && ctest --test-dir build --output-on-failure -j 2",
@@ -88,6 +105,111 @@ def anchors(path, cache={}):
     return cache[path]
 
 
+def log_times(root, problems):
+    """The newest time of each table of LOGGED_TIMES in the measurements log, in seconds: the
+    'time' column of the first row under the table's heading."""
+    path = os.path.join(root, LOG)
+    if not os.path.isfile(path):
+        problems.append(f"{LOG}: missing")
+        return {}
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    newest, heading, header = {}, None, None
+    for _, line in prose_lines(text, blank_code=False):
+        match = re.match(r"^##\s+(.*?)\s*$", line)
+        if match:
+            heading, header = slug(match.group(1)), None
+            continue
+        if heading not in LOGGED_TIMES or heading in newest or not line.startswith("|"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+            if "time" not in header or len(cells) != len(header):
+                problems.append(f"{LOG}: the table under #{heading} needs a 'time' column in every row")
+                newest[heading] = None
+                continue
+            seconds = parse_time(cells[header.index("time")])
+            if seconds is None:
+                problems.append(f"{LOG}: #{heading}: the newest row's time '{cells[header.index('time')]}' does not parse")
+            newest[heading] = seconds
+    for anchor in LOGGED_TIMES:
+        if anchor not in newest:
+            problems.append(f"{LOG}: no table under a heading with the anchor #{anchor}")
+    return {anchor: seconds for anchor, seconds in newest.items() if seconds is not None}
+
+
+def parse_time(text):
+    """Seconds of a time written as the manual writes it, or None."""
+    match = TIME.fullmatch(text.strip())
+    if not match:
+        return None
+    if match.group(3):
+        return int(match.group(3))
+    return int(match.group(1)) * 60 + int(match.group(2) or 0)
+
+
+def agrees(quoted, seconds):
+    """Whether a quoted time (text) agrees with the log's time: the same to the second when it
+    gives seconds, else the same in whole minutes (rounded)."""
+    match = TIME.fullmatch(quoted.strip())
+    if not match:
+        return False
+    if match.group(3) or match.group(2):
+        return parse_time(quoted) == seconds
+    return int(match.group(1)) == round(seconds / 60)
+
+
+def show(seconds):
+    return f"{seconds // 60} min {seconds % 60} s (about {round(seconds / 60)} minutes)"
+
+
+def check_times(page, text, newest, problems):
+    """The main job's and the test suite's times quoted on one page against the log's newest rows;
+    returns how many quotes were checked."""
+    checked = 0
+    for number, line in prose_lines(text):
+        linked = []
+        for match in LINK.finditer(line):
+            path, _, anchor = match.group(1).partition("#")
+            if not path.endswith("measurements.md") or anchor not in LOGGED_TIMES:
+                continue
+            linked.append(match.span())
+            label = re.match(r"!?\[(.*)\]", match.group(0)).group(1)
+            if not TIME.search(label) or anchor not in newest:
+                continue
+            checked += 1
+            if not agrees(label, newest[anchor]):
+                problems.append(f"{page}:{number}: '{label}' for {LOGGED_TIMES[anchor]}, where the newest row of "
+                                f"{LOG}#{anchor} says {show(newest[anchor])}")
+        outside = line
+        for begin, end in reversed(linked):
+            outside = outside[:begin] + " " * (end - begin) + outside[end:]
+        for anchor, speaks in SPEAKS_OF.items():
+            if not speaks.search(outside):
+                continue
+            stray = TIME.search(outside) or re.search(r"main job's \d+", outside)
+            if stray:
+                problems.append(f"{page}:{number}: a time ('{stray.group(0)}') beside {LOGGED_TIMES[anchor]} that does not "
+                                f"come from the log: link it to {LOG}#{anchor}")
+    return checked
+
+
+def check_changelog(text, problems):
+    """At most one section of each kind (### Added, …) per release (## [version])."""
+    release, seen = None, set()
+    for number, line in prose_lines(text, blank_code=False):
+        if re.match(r"^##\s", line):
+            release, seen = line[3:].strip(), set()
+        elif re.match(r"^###\s", line) and release is not None:
+            kind = line[4:].strip()
+            if kind in seen:
+                problems.append(f"CHANGELOG.md:{number}: a second '### {kind}' in {release}: one section of each kind "
+                                "per release")
+            seen.add(kind)
+
+
 def check_links(root, page, text, problems):
     """Every relative link of one page; returns how many were checked."""
     checked = 0
@@ -114,6 +236,8 @@ def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
     total = 0
+    quotes = 0
+    newest = log_times(root, problems)
     checked_pages = pages(root)
     if "README.md" not in checked_pages:
         problems.append("README.md: missing")
@@ -127,6 +251,13 @@ def main():
                 problems.append(f"{page}:{number}: cites an issue number ('{ISSUE.search(line).group(0)}'): "
                                 "say what is true now; history goes to CHANGELOG.md")
         size = len(text.encode("utf-8"))
+        if page.startswith("docs" + os.sep) and page != os.path.normpath(LOG) and size > PAGE_LIMIT:
+            problems.append(f"{page}: {size:,} bytes, more than {PAGE_LIMIT:,}: split the page or move "
+                            "measurements to the log")
+        if page != os.path.normpath(LOG) and page != "CHANGELOG.md":
+            quotes += check_times(page, text, newest, problems)
+        if page == "CHANGELOG.md":
+            check_changelog(text, problems)
         print(f"check_docs: {page}: {size:,} bytes, {links} relative links")
     readme = os.path.join(root, "README.md")
     if os.path.isfile(readme):
@@ -138,8 +269,10 @@ def main():
         for command in README_COMMANDS:
             if command not in text:
                 problems.append(f"README.md: the command CI runs is missing or changed: {command}")
-    print(f"check_docs: {len(checked_pages)} pages, {total} relative links, README.md within {README_LIMIT:,} bytes: "
-          + ("ok" if not problems else f"{len(problems)} problem(s)"))
+    for anchor, seconds in newest.items():
+        print(f"check_docs: {LOGGED_TIMES[anchor]}, the log's newest row: {show(seconds)}")
+    print(f"check_docs: {len(checked_pages)} pages, {total} relative links, {quotes} quoted times, README.md within "
+          f"{README_LIMIT:,} bytes, pages within {PAGE_LIMIT:,}: " + ("ok" if not problems else f"{len(problems)} problem(s)"))
     for problem in problems:
         print(f"check_docs: error: {problem}", file=sys.stderr)
     return 1 if problems else 0

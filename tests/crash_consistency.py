@@ -79,7 +79,7 @@ def main():
     parser.add_argument("bin_dir")
     parser.add_argument("tokens")
     parser.add_argument("work")
-    parser.add_argument("--trials", type=int, default=int(os.environ.get("SG_CRASH_TRIALS", "6")))
+    parser.add_argument("--trials", type=int, default=int(os.environ.get("SINKGATE_CRASH_TRIALS", "6")))
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--corpus", default="")

@@ -217,7 +217,7 @@ set_tests_properties("cli: a result table to a closed pipe exits 0 and leaves no
 # Crash consistency (tests/crash_consistency.py): runs killed by SIGKILL at random moments, several
 # times each, then resumed, end bitwise equal to an uninterrupted run (timings aside); after every
 # kill the output is absent or a complete run file; no temporary file outlives the next write.
-# SG_CRASH_TRIALS sets the number of trials (6 here, 3 kills each).
+# SINKGATE_CRASH_TRIALS sets the number of trials (6 here, 3 kills each).
 if(SG_PYTHON)
   add_test(NAME "cli: sg-train killed by SIGKILL at random moments resumes to the uninterrupted run, bitwise"
            COMMAND ${SG_PYTHON} ${PROJECT_SOURCE_DIR}/tests/crash_consistency.py ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}
