@@ -165,7 +165,7 @@ if [ "$REHEARSE" = 1 ]; then
   smoke() {
     "$BUILD/bin/sg-arms" --tier tiny --check &&
       "$BUILD/bin/test_attention" "[cuda]" &&
-      "$BUILD/bin/sg-train" --tokens "$PACK/tokens.h5" --tier tiny --arm combo2 --set iterations=5 \
+      "$BUILD/bin/sg-train" --tokens "$PACK/tokens.h5" --tier tiny --arm combo2 --set iterations=5 --set warmup=1 \
         --log-level quiet -o "$OUT/logs/smoke.h5" --force &&
       rm -f "$OUT/logs/smoke.h5"
   }

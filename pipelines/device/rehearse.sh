@@ -6,7 +6,8 @@
 # wrong, fails here. No GPU: the checks are replaced by a CPU smoke test (SG_DEVICE_REHEARSE=1).
 #
 # Usage: pipelines/device/rehearse.sh [PACK_DIR] [OUT_DIR]     (needs root: unshare -m, overlayfs)
-# Environment: SG_DEVICE_JOBS (default 2), SG_REHEARSE_CCACHE=1 to let ccache serve the build (by
+# Environment: SG_DEVICE_JOBS (default 2), SG_REHEARSE_FRESH=0 to keep the last rehearsal's build,
+# SG_REHEARSE_CCACHE=1 to let ccache serve the build (by
 # default it is off, so the build's time is the device's work at this machine's speed).
 #
 # The toolchain's own libraries stay visible (cmake, ninja, the compilers, python3, git load some of
@@ -64,7 +65,8 @@ CACHE=${SINKGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sinkgate}
 export SG_DEVICE_PYTHON=${SG_DEVICE_PYTHON:-$(ls -d "$CACHE"/venv-torch-*/bin/python | tail -1)}
 export SG_DEVICE_REHEARSE=1 SG_DEVICE_JOBS=${SG_DEVICE_JOBS:-2} SG_DEVICE_BUDGET_S=${SG_DEVICE_BUDGET_S:-7200}
 export SG_DEVICE_BUILD=${SG_DEVICE_BUILD:-$ROOT/build-rehearse}
-rm -rf "$SG_DEVICE_BUILD"  # fresh, as on the device
+# Fresh, as on the device (SG_REHEARSE_FRESH=0 keeps an earlier rehearsal's build: checks only).
+[ "${SG_REHEARSE_FRESH:-1}" = 0 ] || rm -rf "$SG_DEVICE_BUILD"
 export SG_DEVICE_CMAKE_EXTRA="$ccache_flag ${SG_DEVICE_CMAKE_EXTRA:-}"
 unshare -m bash -euo pipefail -c '
   mount --make-rprivate /
