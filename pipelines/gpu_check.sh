@@ -15,7 +15,7 @@ TOKENS=${2:-data/pydoc.h5}
 OUT=${3:-gpu-check}
 STEPS=${GPU_CHECK_STEPS:-45}          # optimizer steps of each throughput run
 TESTS=${GPU_CHECK_TESTS:-1}           # 0: skip the tests, self-checks and the learning run
-ARMS=${GPU_CHECK_ARMS:-baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2}
+ARMS=${GPU_CHECK_ARMS:-baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2 outgate outgate-elem keygate sinklogit+outgate}
 COSTS=${GPU_CHECK_COSTS:-0}           # 1: also the measurements M0, M3-M8 of pipelines/GPU_COSTS.md
 mkdir -p "$OUT"
 rm -f "$OUT/failed-steps"
