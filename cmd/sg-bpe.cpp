@@ -26,6 +26,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
 #include "lib/text/tokenizer.h"
 
 namespace {
@@ -111,7 +112,7 @@ void run(const Options& options) {
     sg::log::info(report.str());
   }
   std::cout.flush();
-  if (!std::cout) throw sg::OutputError("cannot write to stdout");
+  if (!std::cout) throw sg::OutputError(sg::stdout_failure_message(errno));
 }
 
 }  // namespace

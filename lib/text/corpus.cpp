@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/json.h"
 #include "lib/base/log.h"
 #include "lib/io/h5.h"
@@ -54,8 +55,36 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
     if (error || !fs::exists(status)) throw InputError(input + ": no such file or directory");
     if (fs::is_directory(status)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(input))
-        if (entry.is_regular_file()) found.push_back(entry.path().string());
+      // Every member is examined without throwing: a cycle of symbolic links is an input error
+      // naming it; a member that is no regular file (a dangling link, a FIFO, a socket, a
+      // device) is skipped with a warning that says why.
+      fs::recursive_directory_iterator walk(input, error), end;
+      for (; !error && walk != end; walk.increment(error)) {
+        const auto& entry = *walk;
+        const std::string member = entry.path().string();
+        std::error_code status_error;
+        const auto member_status = entry.status(status_error);
+        if (status_error) {
+          if (status_error == std::errc::too_many_symbolic_link_levels)
+            throw InputError(member + ": too many levels of symbolic links (a cycle of links?)",
+                             "remove the cycle, or the link, from the folder");
+          if (entry.is_symlink(status_error)) {
+            log::warn(member + ": skipped: a symbolic link to nothing (dangling)");
+            continue;
+          }
+          throw InputError(member + ": cannot be examined: " + status_error.message());
+        }
+        if (fs::is_regular_file(member_status)) found.push_back(member);
+        else if (!fs::is_directory(member_status))
+          log::warn(member + ": skipped: " +
+                    (fs::is_fifo(member_status)     ? "a FIFO (named pipe)"
+                     : fs::is_socket(member_status) ? "a socket"
+                     : fs::is_block_file(member_status) || fs::is_character_file(member_status) ? "a device"
+                                                                                                 : "not a regular file") +
+                    ", not a regular file");
+      }
+      if (error)
+        throw InputError(input + ": cannot be read in full: " + error.message());
       std::sort(found.begin(), found.end());
       if (found.empty()) throw InputError(input + ": directory holds no files");
       files.insert(files.end(), found.begin(), found.end());
@@ -70,7 +99,7 @@ struct CorpusReader::State {
   std::vector<std::string> files;
   CorpusOptions options;
   size_t index = 0;
-  std::ifstream file;
+  std::unique_ptr<InputStream> file;
   std::istream* in = nullptr;
   bool jsonl = false;
   int64_t line_number = 0;
@@ -79,7 +108,7 @@ struct CorpusReader::State {
   int64_t bytes_read = 0, bytes_total = 0;
 
   bool open_next() {
-    if (file.is_open()) file.close();
+    file.reset();
     in = nullptr;
     while (index < files.size()) {
       const auto& name = files[index++];
@@ -88,9 +117,8 @@ struct CorpusReader::State {
       // stdin is read from the copy that resolve_input made (provenance hashed it already, so
       // std::cin itself is exhausted by now).
       const std::string path = h5::resolve_input(name);
-      file.open(path, std::ios::binary);
-      if (!file) throw InputError(h5::display_name(name) + ": cannot open");
-      in = &file;
+      file = std::make_unique<InputStream>(open_input(path));
+      in = file.get();
       jsonl = name == "-" ? options.stdin_jsonl : ends_with(name, ".jsonl") || ends_with(name, ".jsonl.txt");
       return true;
     }
