@@ -90,14 +90,22 @@ InputHandle open_input(const std::string& path, Fifo fifo, const std::string& wh
   std::string pending;
   if (is_fifo) {
     // Still non-blocking: 0 bytes means no writer has the FIFO open (it would read as empty);
-    // EAGAIN means a writer is there with nothing written yet.
+    // EAGAIN means a writer is there with nothing written yet. A writer started beside the tool
+    // (`producer > fifo & sg-tokenize fifo`) may open its end a moment later: it is given
+    // kFifoWriterWaitMs, polled, never an unbounded wait.
     char first[4096];
-    ssize_t got;
-    do got = ::read(descriptor, first, sizeof first);
-    while (got < 0 && errno == EINTR);
+    ssize_t got = 0;
+    for (int waited = 0;; waited += 10) {
+      do got = ::read(descriptor, first, sizeof first);
+      while (got < 0 && errno == EINTR);
+      if (got != 0 || waited >= kFifoWriterWaitMs) break;
+      ::usleep(10000);
+    }
     if (got == 0) {
       ::close(descriptor);
-      throw InputError(name + ": a FIFO (named pipe) with no writer, not a regular file", "start the writer first, or give a regular file");
+      throw InputError(name + ": a FIFO (named pipe) with no writer (none within " +
+                           std::to_string(kFifoWriterWaitMs / 1000) + " s), not a regular file",
+                       "start the writer first, or give a regular file");
     }
     if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       const int error = errno;

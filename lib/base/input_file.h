@@ -9,7 +9,8 @@
 //   - a folder, a character or block device, a socket are refused by name;
 //   - a FIFO (named pipe) is refused by name by a reader that needs the file's size or seeks in
 //     it, and read once, start to end, by one that reads a stream (Fifo::read_once); a FIFO with no
-//     writer is refused by name then, too: the open never blocks (O_NONBLOCK, cleared after it).
+//     writer is refused by name then too (after kFifoWriterWaitMs for one to come): the open never
+//     blocks (O_NONBLOCK, cleared after it).
 //
 // Not here: "-" for stdin and the copy of a pipe a format must read twice (h5::resolve_input);
 // files sinkgate writes (atomic_file, h5::Writer) and its own lock and cache.
@@ -21,6 +22,10 @@
 #include <string>
 
 namespace sg {
+
+/// How long open_input(…, Fifo::read_once) waits for a FIFO's writer to open its end: a writer
+/// started beside the tool may come a moment after it.
+inline constexpr int kFifoWriterWaitMs = 5000;
 
 /// What open_input does with a FIFO: refuse it (a reader that needs the size, or seeks), or read
 /// it once, start to end (a reader of a stream).

@@ -200,13 +200,11 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
                                 const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
   const auto files = expand_inputs(inputs);
   CorpusReader reader(files, options.corpus);
-  if (reader.bytes_total() == 0) {
-    std::string names;
-    for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
-    if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
-    if (names.empty()) names = "the inputs";
-    throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
-  }
+  std::string names;  // the corpus in a message: its first files
+  for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
+  if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
+  if (names.empty()) names = "the inputs";
+  if (reader.bytes_total() == 0) throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
   int64_t val_tokens = options.val_tokens;
   if (val_tokens < 0) {  // min(5.2M, a tenth of the corpus's tokens, estimated at four bytes a token)
     const int64_t estimate = reader.bytes_total() / 4;
@@ -275,7 +273,11 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
   summary.val_tokens = std::min(summary.tokens, val_tokens);
   summary.train_tokens = summary.tokens - summary.val_tokens;
   summary.bytes = reader.bytes_read();
-  writer.commit();
+  try {
+    writer.commit();
+  } catch (const InputError& error) {  // a corpus too small for the validation split: name it
+    throw InputError(names + ": " + error.what(), error.hint());
+  }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

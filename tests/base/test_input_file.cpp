@@ -21,7 +21,7 @@ using Catch::Contains;
 
 namespace {
 
-/// The InputError `body` throws, run in a child process that SIGALRM ends after 10 s: "(hung)" when
+/// The InputError `body` throws, run in a child process that SIGALRM ends after 20 s: "(hung)" when
 /// it blocked, "(no error)" when it returned, "(other)" for any other exception.
 std::string error_in_child(const std::function<void()>& body) {
   int channel[2];
@@ -30,7 +30,7 @@ std::string error_in_child(const std::function<void()>& body) {
   REQUIRE(child >= 0);
   if (child == 0) {
     close(channel[0]);
-    alarm(10);
+    alarm(20);
     std::string message = "(no error)";
     try {
       body();
@@ -102,7 +102,8 @@ TEST_CASE("open_input never waits on a FIFO: refused, or read once when a writer
   sg_test::Scratch scratch;
   const auto fifo = scratch / "pipe";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
-  // No writer: both policies answer at once, naming the FIFO.
+  // No writer: a reader that needs the size answers at once, a stream reader after waiting
+  // kFifoWriterWaitMs for one; both name the FIFO.
   CHECK_THAT(error_in_child([&] { sg::open_input(fifo); }), Contains(fifo) && Contains("FIFO"));
   CHECK_THAT(error_in_child([&] { sg::open_input(fifo, sg::Fifo::read_once); }),
              Contains(fifo) && Contains("no writer"));

@@ -8,7 +8,8 @@
     and the dataset;
   - an output that is a file of an input folder (a vocabulary folder's vocab.json beside its
     tokenizer.json) is refused, even with --force;
-  - stdout on a full device (/dev/full) is exit 4 with "no space left on device";
+  - stdout on a full device (/dev/full), and a full temporary folder for stdin's copy, are exit 4
+    with "no space left on device";
   - output names of 250 to 255 bytes are written;
   - sg-pairdiff: an arm whose every value is missing is named as such; an infinite value is exit 3.
 Prints "input rules: ok" when every check passes.
@@ -113,6 +114,21 @@ with open("/dev/full", "wb") as full:
         code, err = tool(*args, stdout=full)
         check(f"{name} > /dev/full is exit 4 with the reason",
               code == 4 and "no space left on device" in err.lower(), f"exit {code}: {err}")
+
+# A full temporary folder, where stdin is copied (a 64 KB tmpfs, where the test can mount one).
+full_tmp = tempfile.mkdtemp(prefix="sg-full-tmp-")
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full_tmp], capture_output=True).returncode == 0:
+    try:
+        subprocess.run(f"head -c 200000 /dev/zero > {full_tmp}/fill", shell=True, stderr=subprocess.DEVNULL)
+        with open("ref.csv", "rb") as table:
+            code, err = tool("sg-tabulate", "-", stdin=table, env=dict(os.environ, TMPDIR=full_tmp))
+        check("sg-tabulate - with a full temporary folder is exit 4 with the reason",
+              code == 4 and "no space left on device" in err.lower() and "TMPDIR" in err, f"exit {code}: {err}")
+    finally:
+        subprocess.run(["umount", full_tmp])
+else:
+    print("skipped: sg-tabulate - with a full temporary folder (cannot mount a tmpfs here)")
+os.rmdir(full_tmp)
 
 # Output names of 250 to 255 bytes.
 for length in (250, 255):
