@@ -156,8 +156,10 @@ void InputHandle::read_at(uint64_t offset, char* data, size_t n, const std::stri
 std::string InputHandle::read_all(uint64_t max_bytes, const std::string& what) {
   const std::string name = named(path_, what);
   const auto too_large = [&](const std::string& size) {
-    return InputError(name + ": " + size + " bytes, more than the " + std::to_string(max_bytes) +
-                      " bytes this input may have");
+    const std::string limit = max_bytes >= (uint64_t{1} << 20) && max_bytes % (uint64_t{1} << 20) == 0
+                                  ? std::to_string(max_bytes >> 20) + " MiB"
+                                  : std::to_string(max_bytes) + " bytes";
+    return InputError(name + ": " + size + " bytes, more than the " + limit + " this input may have");
   };
   if (size_ > max_bytes) throw too_large(std::to_string(size_));
   std::string content;
