@@ -21,7 +21,7 @@ const char* kGiveAFile = "give a regular file (or a symbolic link to one)";
 
 /// The kind of a file that is not a regular one, as a message says it.
 std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder, not a regular file";
+  if (S_ISDIR(mode)) return "is a directory, expected a file";
   if (S_ISCHR(mode)) return "a character device, not a regular file";
   if (S_ISBLK(mode)) return "a block device, not a regular file";
   if (S_ISSOCK(mode)) return "a socket, not a regular file";

@@ -245,7 +245,13 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
         for (size_t i = static_cast<size_t>(worker); i < pieces.size(); i += static_cast<size_t>(threads))
           encoded[i] = tokenizer.encode(pieces[i]);
       }));
-    for (auto& w : workers) w.get();
+    try {
+      for (auto& w : workers) w.get();
+    } catch (const InputError& error) {  // text the tokeniser cannot encode: name the corpus
+      for (auto& w : workers)
+        if (w.valid()) w.wait();
+      throw InputError(names + ": " + error.what(), error.hint());
+    }
     for (size_t i = 0; i < pieces.size(); ++i) {
       document.insert(document.end(), encoded[i].begin(), encoded[i].end());
       if (lasts[i]) {

@@ -11,7 +11,8 @@
   - stdout on a full device (/dev/full), and a full temporary folder for stdin's copy, are exit 4
     with "no space left on device";
   - output names of 250 to 255 bytes are written;
-  - sg-pairdiff: an arm whose every value is missing is named as such; an infinite value is exit 3.
+  - sg-pairdiff: an arm whose every value is missing is named as such; an infinite value is exit 3;
+  - a corpus too small for its validation split is named in the error.
 Prints "input rules: ok" when every check passes.
 """
 import os
@@ -94,6 +95,11 @@ with h5py.File("table.h5", "r+") as f:
 code, err = tool("sg-tabulate", "table.h5", "--format", "csv")
 check("a dataset that lost its sg_crc32c, in a file written with them, is refused naming file and dataset",
       code == 3 and "table.h5" in err and names[-1] in err and "sg_crc32c" in err, f"exit {code}: {err}")
+
+# An exit-3 message names its file: a corpus too small for the validation split.
+code, err = tool("sg-tokenize", "corpus.txt", "--vocab", VOCAB, "--val-tokens", "100000", "-o", "small.h5")
+check("a corpus too small for its validation split is exit 3 naming the corpus",
+      code == 3 and "corpus.txt: the corpus has" in err, f"exit {code}: {err}")
 
 # An output that is a file of an input folder.
 os.makedirs("vocab")
