@@ -21,11 +21,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
 #include "lib/text/tokenizer.h"
 
 namespace {
@@ -38,16 +41,22 @@ struct Options {
   bool decode = false;
 };
 
-std::string read_input(const std::string& path) {
-  std::ostringstream content;
+/// An input opened as every input is (lib/base/input_file.h): a regular file, or a pipe read once.
+sg::InputHandle open_text(const std::string& path) {
+  try {
+    return sg::open_input(path, sg::Fifo::read_once);
+  } catch (const sg::InputError& error) {
+    throw sg::InputError("cannot open input '" + path + "': " + sg::input_reason(error.what(), path));
+  }
+}
+
+std::string read_input(const std::string& path, sg::InputHandle* file) {
   if (path == "-") {
+    std::ostringstream content;
     content << std::cin.rdbuf();
     return content.str();
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sg::InputError("cannot open input '" + path + "': " + std::strerror(errno));
-  content << in.rdbuf();
-  return content.str();
+  return file->read_all(uint64_t{4} << 30, "input");
 }
 
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& path) {
@@ -82,16 +91,18 @@ void write_ids(const std::vector<int32_t>& ids) {
 
 void run(const Options& options) {
   if (options.count && options.decode) throw sg::UsageError("--count and --decode exclude each other");
-  for (const auto& path : options.inputs) {  // fail on a missing input before any output
+  // Every input opened before any output (a missing one fails first), and read from that handle.
+  std::vector<std::unique_ptr<sg::InputHandle>> files;
+  for (const auto& path : options.inputs) {
     std::error_code error;
     if (path != "-" && std::filesystem::is_directory(path, error))
       throw sg::InputError("input '" + path + "' is a directory, expected a text file");
-    if (path != "-" && !std::ifstream(path))
-      throw sg::InputError("cannot open input '" + path + "': " + std::strerror(errno));
+    files.push_back(path == "-" ? nullptr : std::make_unique<sg::InputHandle>(open_text(path)));
   }
   const auto tokenizer = sg::Tokenizer::load(options.vocab);
-  for (const auto& path : options.inputs) {
-    const std::string text = read_input(path);
+  for (size_t i = 0; i < options.inputs.size(); ++i) {
+    const auto& path = options.inputs[i];
+    const std::string text = read_input(path, files[i].get());
     if (options.decode) {
       const std::string decoded = tokenizer.decode(parse_ids(text, path));
       std::cout.write(decoded.data(), static_cast<std::streamsize>(decoded.size()));
@@ -111,7 +122,7 @@ void run(const Options& options) {
     sg::log::info(report.str());
   }
   std::cout.flush();
-  if (!std::cout) throw sg::OutputError("cannot write to stdout");
+  if (!std::cout) throw sg::OutputError(sg::stdout_failure_message(errno));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
 #include "lib/hf/language_model.h"
 #include "lib/instruments/generation.h"
 #include "lib/model/runtime.h"
@@ -64,7 +65,7 @@ std::string read_prompt(const Options& options) {
 void write_bytes(const std::string& bytes) {
   if (bytes.empty()) return;
   if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
-    throw sg::OutputError("stdout: cannot be written (closed pipe or full disk)");
+    throw sg::OutputError(sg::stdout_failure_message(errno));
 }
 
 void run(Options options) {

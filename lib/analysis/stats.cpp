@@ -77,7 +77,16 @@ Grouping group_rows(const ResultTable& input, const std::string& pair, const std
       throw InputError("two rows for " + group.label + ", " + by + "=" + arm + ", " + pair + "=" + seed,
                        "each arm and seed may appear once per group: is an input listed twice, or is a key column "
                        "missing (for CSV inputs, name the key columns with --keys)?");
-    seeds[seed] = value_column.number(r);
+    // A missing value (NaN) is left out above; an infinite one is refused: the paired difference
+    // of an infinite loss is infinite or undefined (inf − inf), and a mean over it says nothing.
+    const double number = value_column.number(r);
+    if (!std::isfinite(number)) {
+      const std::string run = input.has(kRunKey) ? " (" + input.column(kRunKey).text(r) + ")" : "";
+      throw InputError(group.label + ": " + by + " " + arm + ", " + pair + " " + seed + run + ": " + value + " is " +
+                           (number > 0 ? "+inf" : "-inf") + ", which has no paired difference",
+                       "leave that run out of the inputs (a run whose loss diverged has no loss to compare)");
+    }
+    seeds[seed] = number;
   }
   return grouping;
 }
@@ -126,9 +135,11 @@ Term paired_term(const Group& group, const std::vector<std::string>& arms,
   sort_seeds(term.unpaired, grouping.numeric_seeds);
   if (term.seeds.empty()) {
     std::string detail;
-    for (const auto& arm : arms)
-      detail += std::string(detail.empty() ? "" : "; ") + arm + ": " + pair + " " +
-                join(seeds_of(group, arm, grouping.numeric_seeds), ",");
+    for (const auto& arm : arms) {
+      const auto seeds = seeds_of(group, arm, grouping.numeric_seeds);
+      detail += std::string(detail.empty() ? "" : "; ") + arm + ": " +
+                (seeds.empty() ? "no " + pair + " with a value" : pair + " " + join(seeds, ","));
+    }
     throw InputError(group.label + ": " + what + ": no " + pair + " in common (" + detail + ")",
                      "a paired comparison needs runs of every arm with the same " + pair);
   }

@@ -13,6 +13,7 @@
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/paths.h"
 #include "lib/base/text.h"
 #include "sg/version.h"
 
@@ -164,7 +165,7 @@ void flush_stdout() {
   const int error = errno;
   if (!failed) return;
   if (error == EPIPE) throw ReaderGone();
-  throw OutputError(std::string("cannot write to stdout") + (error != 0 ? ": " + std::string(std::strerror(error)) : ""));
+  throw OutputError(stdout_failure_message(error));
 }
 
 }  // namespace

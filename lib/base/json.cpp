@@ -1,14 +1,8 @@
 // json.cpp — see json.h.
 #include "lib/base/json.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 
 namespace sg {
 namespace {
@@ -84,31 +78,10 @@ nlohmann::json parse_json(std::string_view text, const std::string& where) {
 }
 
 nlohmann::json read_json_file(const std::string& path, std::size_t max_bytes) {
-  // Opened without blocking and checked on the open file: a FIFO or a device in the file's place
-  // (a path swapped after a check) never hangs or streams without end.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot be read: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw InputError(path + ": not a regular file", "give the JSON file itself");
-  }
-  if (static_cast<std::size_t>(info.st_size) > max_bytes) {
-    ::close(fd);
-    throw InputError(path + ": " + std::to_string(info.st_size) + " bytes, more than the " +
-                     std::to_string(max_bytes >> 20) + " MB a JSON file sinkgate reads may have");
-  }
-  std::string text(static_cast<std::size_t>(info.st_size), '\0');
-  std::size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  if (got != text.size()) throw InputError(path + ": cannot be read in full");
-  return parse_json(text, path);
+  // A regular file of bounded size, checked on the opened file (input_file.h): a FIFO or a device
+  // in the file's place never hangs or streams without end.
+  auto file = open_input(path);
+  return parse_json(file.read_all(max_bytes, ""), path);
 }
 
 std::string json_excerpt(const nlohmann::json& value, std::size_t max_chars) {

@@ -2,8 +2,13 @@
 #include "lib/base/paths.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <cctype>
 #include <cstdlib>
 
 namespace sg {
@@ -47,6 +52,26 @@ bool same_file(const std::string& a, const std::string& b) {
   if (a_exists != b_exists) return false;
   const auto left = resolved(a);
   return !left.empty() && left == resolved(b);
+}
+
+std::string write_failure(int error, int descriptor) {
+  if (error == 0 && ::write(descriptor, "", 0) < 0) error = errno;
+  if (error == 0) {
+    struct stat info {};
+    struct statvfs space {};
+    if (::fstat(descriptor, &info) == 0 && S_ISREG(info.st_mode) && ::fstatvfs(descriptor, &space) == 0 &&
+        space.f_bavail == 0)
+      error = ENOSPC;
+  }
+  if (error == 0) return "";
+  std::string reason = std::strerror(error);
+  if (!reason.empty()) reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+  return reason;
+}
+
+std::string stdout_failure_message(int error) {
+  const std::string reason = write_failure(error, STDOUT_FILENO);
+  return "cannot write to stdout" + (reason.empty() ? std::string() : ": " + reason);
 }
 
 }  // namespace sg

@@ -17,4 +17,13 @@ std::string directory_of(const std::string& path);
 /// spelling of it, "run.h5" and "./run.h5"). "-" names no file.
 bool same_file(const std::string& a, const std::string& b);
 
+/// Why a write to `descriptor` failed, for a message: strerror(`error`) when the failed write left
+/// an errno, else what the descriptor says now (an empty write to /dev/full fails with "no space
+/// left on device"; a file system with no free block says so too), else "".
+std::string write_failure(int error, int descriptor);
+
+/// "cannot write to stdout: REASON" (write_failure on standard output), or without the reason when
+/// none can be found.
+std::string stdout_failure_message(int error);
+
 }  // namespace sg

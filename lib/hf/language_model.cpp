@@ -42,6 +42,7 @@ std::vector<std::string> model_input_files(const std::string& path, const std::s
   bool embedded = false;
   if (folder) {
     if (!read_exported_run(path + "/config.json")) read_pretrained_config(path + "/config.json");
+    files.push_back(path);  // the folder: no output may replace any file in it (h5::check_writable)
     files.push_back(path + "/config.json");
     for (const auto& p : SafetensorsFolder::open(path).paths()) files.push_back(p);
   } else {

@@ -34,8 +34,9 @@ bool is_pretrained_folder(const std::string& path);
 /// A folder's base name (a file's without ".h5").
 std::string default_model_name(const std::string& path);
 
-/// The files that loading `path` with `tokenizer` ("" for the default) reads — config.json and
-/// the safetensors files, or the run file, then the vocabulary files — for provenance. Checks
+/// The files that loading `path` with `tokenizer` ("" for the default) reads — a folder itself
+/// (no output may replace any file in it), its config.json and safetensors files, or the run file,
+/// then the vocabulary files — for provenance (which records the files, not the folder). Checks
 /// config.json and the safetensors headers, or the run file's kind, so that a bad input fails
 /// before any model runs. Throws InputError when a file is absent or malformed.
 std::vector<std::string> model_input_files(const std::string& path, const std::string& tokenizer);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/json.h"
 #include "lib/model/tensors.h"
 #include "lib/text/python_string.h"
@@ -24,11 +25,13 @@ namespace {
 using json = nlohmann::json;
 
 std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot be read", "give the " + what + " file (docs/data.md, \"Zero-shot task data\")");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  try {
+    auto in = open_input(path);
+    return in.read_all(uint64_t{4} << 30, "");
+  } catch (const InputError& error) {
+    throw InputError(path + ": cannot be read: " + input_reason(error.what(), path),
+                     "give the " + what + " file (docs/data.md, \"Zero-shot task data\")");
+  }
 }
 
 /// The JSON objects of a JSON Lines file (blank lines skipped). InputError naming the file and

@@ -53,9 +53,25 @@ void remove_stale(const std::string& directory, const std::string& prefix) {
 }  // namespace
 
 std::string temporary_for(const std::string& path) {
+  // NAME + ".tmp." + PID, beside the output. A name too long for that to fit the file system's
+  // limit on one name (NAME_MAX, 255 bytes) keeps its head, cut at a character boundary, and a hash
+  // of the whole name, so two long names that share a head still get two temporaries.
   const auto slash = path.find_last_of('/');
-  remove_stale(directory_of(path), (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.");
-  return path + ".tmp." + std::to_string(getpid());
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string suffix = ".tmp." + std::to_string(getpid());
+  constexpr size_t kNameMax = 255;
+  if (name.size() + suffix.size() > kNameMax) {
+    uint32_t hash = 2166136261u;  // FNV-1a
+    for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+    char tag[10];
+    std::snprintf(tag, sizeof tag, "~%08x", hash);
+    size_t keep = kNameMax - suffix.size() - 9;
+    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+    name = name.substr(0, keep) + tag;
+  }
+  remove_stale(directory_of(path), name + ".tmp.");
+  return folder + name + suffix;
 }
 
 std::string make_temporary(const std::string& stem) {
@@ -64,7 +80,9 @@ std::string make_temporary(const std::string& stem) {
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   const int fd = mkstemp(buffer.data());
-  if (fd < 0) throw OutputError("cannot create a temporary file in " + temporary_directory());
+  if (fd < 0)
+    throw OutputError("cannot create a temporary file in " + temporary_directory() + ": " + std::strerror(errno),
+                      "free space there, or point TMPDIR to another folder");
   close(fd);
   return std::string(buffer.data());
 }
@@ -80,7 +98,7 @@ void check_replaceable(const std::string& path) {
 
 void move_into_place(const std::string& temporary, const std::string& path, bool force) {
   check_replaceable(path);
-  const int fd = ::open(temporary.c_str(), O_RDONLY);
+  const int fd = ::open(temporary.c_str(), O_RDONLY);  // opens: its own temporary, to sync it
   if (fd >= 0) {
     fsync(fd);
     ::close(fd);
@@ -103,7 +121,7 @@ void write_text(const std::string& path, const std::string& text, bool force) {
     std::cout << text << std::flush;
     if (!std::cout && errno == EPIPE) throw ReaderGone();
     if (!std::cout)
-      throw OutputError(std::string("cannot write to stdout") + (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
+      throw OutputError(stdout_failure_message(errno));
     return;
   }
   const std::string temporary = temporary_for(path);

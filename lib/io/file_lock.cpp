@@ -19,7 +19,7 @@ FileLock::FileLock(const std::string& path) : lock_path_(path + ".lock") {
   for (int attempt = 0; attempt < 100; ++attempt) {
     // Never through a link: in a shared folder anyone can plant OUTPUT.lock as a symbolic link (or
     // a hard link) to a file of ours, which truncating and writing our pid would destroy.
-    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);  // opens: its lock
     if (fd < 0 && errno == ELOOP)
       throw OutputError("the lock file " + lock_path_ + " is a symbolic link; sinkgate does not write through one",
                         "remove it if you made it (someone else may have planted it to have a file overwritten)");

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/log.h"
 #include "lib/base/paths.h"
 #include "lib/io/atomic_file.h"
@@ -299,19 +300,48 @@ struct StreamCopies {
 };
 
 /// Copies a stream (stdin, or an opened pipe) into a new temporary file; returns its size.
-size_t copy_stream(FILE* in, const std::string& temporary, const std::string& name) {
-  FILE* out = std::fopen(temporary.c_str(), "wb");
-  if (!out) throw InputError("cannot copy " + name + " to " + temporary);
+size_t copy_stream(const std::function<size_t(char*, size_t)>& read, const std::string& temporary,
+                   const std::string& name) {
+  FILE* out = std::fopen(temporary.c_str(), "wb");  // opens: a temporary of its own, written
+  if (!out) throw OutputError("cannot copy " + name + " to " + temporary + ": " + std::strerror(errno),
+                              "free space in the temporary folder ($TMPDIR), or point TMPDIR elsewhere");
   std::vector<char> buffer(1 << 20);
   size_t got = 0, total = 0;
   bool ok = true;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), in)) > 0) {
-    ok = ok && std::fwrite(buffer.data(), 1, got, out) == got;
+  int error = 0;
+  while ((got = read(buffer.data(), buffer.size())) > 0) {
+    if (ok && std::fwrite(buffer.data(), 1, got, out) != got) {
+      ok = false;
+      error = errno;
+    }
     total += got;
   }
-  ok = ok && !std::ferror(in);
-  ok = (std::fclose(out) == 0) && ok;
-  if (!ok) throw InputError("cannot copy " + name + " to " + temporary);
+  if (std::fflush(out) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (std::fclose(out) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok)
+    throw OutputError("cannot copy " + name + " to " + temporary + ": " + std::strerror(error),
+                      "free space in the temporary folder ($TMPDIR), or point TMPDIR elsewhere");
+  return total;
+}
+
+size_t copy_stream(InputHandle& in, const std::string& temporary, const std::string& name) {
+  return copy_stream([&](char* data, size_t n) { return in.read(data, n); }, temporary, name);
+}
+
+size_t copy_stream(FILE* in, const std::string& temporary, const std::string& name) {
+  const size_t total = copy_stream(
+      [&](char* data, size_t n) {
+        const size_t got = std::fread(data, 1, n, in);
+        if (got == 0 && std::ferror(in)) throw InputError("cannot read " + name + ": " + std::strerror(errno));
+        return got;
+      },
+      temporary, name);
   return total;
 }
 
@@ -336,15 +366,51 @@ std::string to_string(Dtype dtype) {
 
 // --- files on disk -----------------------------------------------------------------------
 
+namespace {
+
+/// The first file under `folder` (links followed to files, not to folders) that is the file
+/// `output` (the same device and inode), or "".
+std::string file_in_folder(const std::string& folder, const struct stat& output, int depth = 0) {
+  if (depth > 64) return "";
+  DIR* dir = opendir(folder.c_str());
+  if (!dir) return "";
+  std::string found;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string member = folder + "/" + name;
+    struct stat info {};
+    if (::stat(member.c_str(), &info) != 0) continue;
+    if (info.st_dev == output.st_dev && info.st_ino == output.st_ino) found = member;
+    struct stat link {};
+    if (found.empty() && S_ISDIR(info.st_mode) && ::lstat(member.c_str(), &link) == 0 && S_ISDIR(link.st_mode))
+      found = file_in_folder(member, output, depth + 1);
+    if (!found.empty()) break;
+  }
+  closedir(dir);
+  return found;
+}
+
+}  // namespace
+
 void check_writable(const std::string& path, bool force, const std::vector<std::string>& inputs) {
   struct stat output {};
   if (path != "-" && !path.empty() && stat(path.c_str(), &output) == 0) {
     for (const auto& input : inputs) {
       struct stat other {};
-      if (input != "-" && stat(input.c_str(), &other) == 0 && other.st_dev == output.st_dev &&
-          other.st_ino == output.st_ino)
+      if (input == "-" || stat(input.c_str(), &other) != 0) continue;
+      if (other.st_dev == output.st_dev && other.st_ino == output.st_ino)
         throw OutputError(path + " is also an input (" + input + "): writing it would destroy that input",
                           "write the output to another file");
+      // A folder given as an input (a checkpoint folder, a corpus) is read in whole or in part:
+      // every file in it is an input no output may replace.
+      if (S_ISDIR(other.st_mode) && !S_ISDIR(output.st_mode)) {
+        const std::string member = file_in_folder(input, output);
+        if (!member.empty())
+          throw OutputError(path + " is a file of the input folder " + input + " (" + member +
+                                "): writing it would replace that input",
+                            "write the output outside the folder");
+      }
     }
   }
   if (path == "-") {
@@ -384,17 +450,14 @@ std::string resolve_input(const std::string& path) {
   if (path != "-") {
     // A pipe (a FIFO, or process substitution's /dev/fd/N) can be read once: it is copied on the
     // first call, so that hashing it and reading it see the same bytes. A device (/dev/zero,
-    // /dev/urandom, a terminal) is no input file: it never ends, or is not data.
+    // /dev/urandom, a terminal) is no input file: it never ends, or is not data. The kind is that
+    // of the opened file (input_file.h): a FIFO with no writer is refused, never waited on.
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return path;
-    if (!S_ISFIFO(info.st_mode) && !S_ISSOCK(info.st_mode))
-      throw InputError(path + ": a device, not a file", "give a regular file, a folder, a pipe or '-' (stdin)");
+    auto in = open_input(path, Fifo::read_once);
     const std::string temporary = make_temporary("sinkgate-pipe");
     copies.paths[path] = temporary;
-    FILE* in = std::fopen(path.c_str(), "rb");
-    if (!in) throw InputError(path + ": cannot open for reading: " + std::strerror(errno));
     copy_stream(in, temporary, path);
-    std::fclose(in);
     return temporary;
   }
   if (isatty(STDIN_FILENO))
@@ -414,11 +477,8 @@ bool is_hdf5(const std::string& path) {
   init();
   const std::string local = resolve_input(path);
   const std::string name = display_name(path);
-  struct stat info {};
-  if (stat(local.c_str(), &info) != 0) throw InputError(name + ": no such file");
-  if (S_ISDIR(info.st_mode)) throw InputError(name + ": is a directory, expected a file");
-  if (access(local.c_str(), R_OK) != 0) throw InputError(name + ": cannot open for reading (permission denied)");
-  if (info.st_size == 0) return false;
+  // The path libhdf5 opens next is checked here, on the opened file (input_file.h).
+  if (open_input(local, Fifo::refuse, path == "-" ? "stdin's copy" : "").size() == 0) return false;
   const htri_t answer = H5Fis_hdf5(local.c_str());
   if (answer < 0) fail_input(name, "cannot read");
   return answer > 0;
@@ -708,7 +768,7 @@ Group Group::require_group(const std::string& path) {
 namespace {
 /// The attribute holding a dataset's CRC32C: over its elements' little-endian bytes in row-major
 /// order (fixed-length strings: all their bytes, NUL padding included), as an int64 in [0, 2^32).
-constexpr const char* kChecksum = "sg_crc32c";
+constexpr const char* kChecksum = kChecksumAttribute;
 
 void store_checksum(Dataset& dataset, uint32_t crc) { dataset.set_attribute(kChecksum, static_cast<int64_t>(crc)); }
 
@@ -1237,7 +1297,7 @@ File File::open(const std::string& path) {
   // on headers edited with their checksums recomputed (h5_headers.h).
   const std::string problem = check_headers(local);
   if (!problem.empty()) throw InputError(name + ": " + problem, kNotOurs);
-  const hid_t file = H5Fopen(local.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t file = H5Fopen(local.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);  // opens: checked by is_hdf5 above
   if (file < 0) fail_input(name, "damaged or unreadable HDF5 file");
   try {
     check_structure(file, name);
@@ -1291,13 +1351,15 @@ void Writer::commit() {
   file_ = -1;
   if (closed < 0) fail_output(name, "cannot finish writing " + temporary_);
   if (path_ == "-") {
-    std::ifstream in(temporary_, std::ios::binary);
+    std::ifstream in(temporary_, std::ios::binary);  // opens: its own temporary, copied out
     std::cout.flush();
     errno = 0;
     std::cout << in.rdbuf();
     std::cout.flush();
-    if (!std::cout && errno == EPIPE) throw ReaderGone();
-    if (!in || !std::cout) throw OutputError("cannot write the result to stdout");
+    const int error = errno;
+    if (!std::cout && error == EPIPE) throw ReaderGone();
+    if (!in) throw OutputError("cannot read back " + temporary_ + " to copy it to stdout");
+    if (!std::cout) throw OutputError(stdout_failure_message(error));
     std::remove(temporary_.c_str());
     committed_ = true;
     return;

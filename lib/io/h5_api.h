@@ -10,6 +10,9 @@
 
 namespace sg::h5 {
 
+/// The attribute holding a dataset's CRC32C (lib/SCHEMA.md, "General conventions").
+inline constexpr const char* kChecksumAttribute = "sg_crc32c";
+
 /// Starts the library once per thread: no automatic error printing, no exit-time closing of files
 /// that our own code did not close (see h5_api.cpp).
 void init();

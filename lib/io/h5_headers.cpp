@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/io/checksum.h"
 
 namespace sg::h5 {
@@ -744,21 +746,18 @@ class Check {
 }  // namespace
 
 std::string check_headers(const std::string& path) {
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (descriptor < 0) return "";  // the library's open names the problem
-  struct stat info {};
   std::string problem;
-  if (fstat(descriptor, &info) == 0 && S_ISREG(info.st_mode)) {
-    try {
-      const Bytes bytes(descriptor, static_cast<uint64_t>(info.st_size));
-      Check(bytes).run();
-    } catch (const Refusal& refusal) {
-      problem = refusal.problem;
-    } catch (const std::bad_alloc&) {
-      problem = "an object header too large to read";
-    }
+  try {
+    const auto file = open_input(path);
+    const Bytes bytes(file.descriptor(), file.size());
+    Check(bytes).run();
+  } catch (const Refusal& refusal) {
+    problem = refusal.problem;
+  } catch (const std::bad_alloc&) {
+    problem = "an object header too large to read";
+  } catch (const InputError&) {
+    // not a regular file, or not readable: is_hdf5, on the same path, names the problem
   }
-  ::close(descriptor);
   return problem;
 }
 

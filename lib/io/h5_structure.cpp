@@ -107,6 +107,7 @@ struct Check {
   std::string file;
   uint64_t file_bytes = 0;
   std::string problem;  // "path: what"
+  bool dataset = false, checksum = false;  // of the object check_object looked at last
 };
 
 herr_t check_attribute(hid_t object, const char* name, const H5A_info_t*, void* data) {
@@ -242,6 +243,8 @@ std::string check_object(hid_t object, Check& check) {
     return "'s attributes cannot be listed (" + hdf5_message() + ")";
   if (!check.problem.empty()) return check.problem;
   const H5I_type_t kind = H5Iget_type(object);
+  check.dataset = kind == H5I_DATASET;
+  check.checksum = check.dataset && H5Aexists(object, kChecksumAttribute) > 0;
   if (kind == H5I_DATATYPE) return " is a committed datatype (sinkgate files hold groups and datasets only)";
   if (kind != H5I_DATASET) return "";
   return check_dataset(object, check);
@@ -272,6 +275,15 @@ void check_structure(int64_t file, const std::string& name) {
   for (const auto& [path, address] : visit.hard) seen.push_back(address);
   std::sort(seen.begin(), seen.end());
   std::vector<bool> done(seen.size(), false);
+  // The file-level rule of the checksums: a file that carries sg_crc32c on any dataset was written
+  // by a version that writes it on every dataset (all but the chunk tables, which carry none), so
+  // a dataset without one there lost it; only a file with none at all (sinkgate 0.2.0 and earlier,
+  // or another program) is read unverified.
+  std::string first_checksummed, first_without;
+  const auto is_chunk_table = [](const std::string& path) {
+    const std::string suffix = "_chunk_crc32c";
+    return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   for (const auto& [path, address] : visit.hard) {
     const size_t at = static_cast<size_t>(std::lower_bound(seen.begin(), seen.end(), address) - seen.begin());
     if (done[at]) continue;  // a second hard link to an object already checked
@@ -280,7 +292,14 @@ void check_structure(int64_t file, const std::string& name) {
     if (!object.ok()) fail_input(name, "cannot open " + path);
     problem = check_object(object, check);
     if (!problem.empty()) throw InputError(name + ": " + path + problem, hint);
+    if (check.dataset && check.checksum && first_checksummed.empty()) first_checksummed = path;
+    if (check.dataset && !check.checksum && first_without.empty() && !is_chunk_table(path)) first_without = path;
   }
+  if (!first_checksummed.empty() && !first_without.empty())
+    throw InputError(name + ": dataset " + first_without + " has no " + kChecksumAttribute + " attribute, though " +
+                         first_checksummed + " has one: the version that wrote the file gives every dataset its "
+                         "checksum, so this one was removed and its data cannot be verified",
+                     "the file was changed after it was written; write it again with the tool that made it");
 }
 
 }  // namespace sg::h5

@@ -3,12 +3,15 @@
 
 #include <openssl/evp.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <memory>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "sg/version.h"
 
 namespace sg {
@@ -85,17 +88,11 @@ std::string sha256_bytes(const std::string& bytes) {
 
 std::string sha256_file(const std::string& path) {
   const std::string local = h5::resolve_input(path);
-  std::error_code error;
-  if (std::filesystem::is_directory(local, error))
-    throw InputError(h5::display_name(path) + ": is a directory, expected a file");
-  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(local.c_str(), "rb"), &std::fclose);
-  if (!file) throw InputError(h5::display_name(path) + ": cannot open for reading");
+  auto file = open_input(local, Fifo::refuse, path == "-" ? "stdin's copy" : "");
   auto context = new_context();
   std::vector<char> buffer(1 << 20);
   size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0)
-    EVP_DigestUpdate(context.get(), buffer.data(), got);
-  if (std::ferror(file.get())) throw InputError(h5::display_name(path) + ": read error");
+  while ((got = file.read(buffer.data(), buffer.size())) > 0) EVP_DigestUpdate(context.get(), buffer.data(), got);
   return finish(context.get());
 }
 
@@ -117,7 +114,12 @@ Provenance make_provenance(const std::string& tool, const std::string& command_l
   provenance.command_line = command_line;
   provenance.config = config;
   provenance.created = utc_now();
-  for (const auto& path : inputs) provenance.inputs.push_back({path, sha256_file(path)});
+  // A folder is no file to hash: the files a tool reads in it are among its inputs themselves.
+  for (const auto& path : inputs) {
+    struct stat info {};
+    if (path != "-" && ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) continue;
+    provenance.inputs.push_back({path, sha256_file(path)});
+  }
   return provenance;
 }
 

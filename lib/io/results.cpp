@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/text.h"
 #include "lib/io/h5.h"
 
@@ -570,9 +571,8 @@ void write_csv(std::ostream& out, const ResultTable& table) {
 ResultTable read_table(const std::string& path, const CsvOptions& csv) {
   const std::string name = h5::display_name(path);
   if (h5::is_hdf5(path)) return read_hdf5_table(path);
-  std::ifstream in(h5::resolve_input(path), std::ios::binary);
-  if (!in) throw InputError(name + ": cannot open for reading");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto in = open_input(h5::resolve_input(path));
+  const std::string text = in.read_all(uint64_t{4} << 30, "the result table");
   if (text.find('\0') != std::string::npos)
     throw InputError(name + ": neither an HDF5 file nor CSV text",
                      "result tables are HDF5 files written by sg- tools, or CSV files with a header row");

@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/json.h"
 
 namespace sg {
@@ -34,13 +34,6 @@ const std::vector<std::pair<std::string, SafetensorsDtype>>& dtype_names() {
 InputError malformed(const std::string& path, const std::string& problem) {
   return InputError(path + ": not a valid safetensors file: " + problem,
                     "re-download the file, or re-save it with safetensors / transformers' save_pretrained");
-}
-
-uint64_t file_size(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) throw InputError(path + ": no such file");
-  if (S_ISDIR(info.st_mode)) throw InputError(path + ": is a folder, not a safetensors file");
-  return static_cast<uint64_t>(info.st_size);
 }
 
 /// A non-negative JSON integer, or the InputError `what`.
@@ -133,12 +126,12 @@ int64_t SafetensorsEntry::numel() const {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  const uint64_t size = file_size(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot be read");
+  // The size is that of the opened file (a FIFO, a device or a folder is refused by name there).
+  auto in = open_input(path);
+  const uint64_t size = in.size();
   if (size < 8) throw malformed(path, "only " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
   unsigned char length_bytes[8];
-  in.read(reinterpret_cast<char*>(length_bytes), 8);
+  in.read_at(0, reinterpret_cast<char*>(length_bytes), 8, "the header length");
   uint64_t header_length = 0;
   for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
   if (header_length > kMaxHeaderBytes)
@@ -147,8 +140,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     throw malformed(path, "header length " + std::to_string(header_length) + " exceeds the " + std::to_string(size - 8) +
                               " bytes after it (truncated file?)");
   std::string text(header_length, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_length));
-  if (!in) throw InputError(path + ": cannot read the header");
+  in.read_at(8, text.data(), header_length, "the header");
 
   SafetensorsFile file;
   file.path_ = path;
@@ -220,12 +212,12 @@ void SafetensorsFile::read(const std::string& name, void* out) const {
   const auto& e = entry(name);
   const uint64_t bytes = e.bytes();
   if (bytes == 0) return;
-  std::ifstream in(path_, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
-  in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
-  if (!in || static_cast<uint64_t>(in.gcount()) != bytes)
-    throw InputError(path_ + ": cannot read the " + std::to_string(bytes) + " bytes of tensor '" + name + "'",
+  const auto in = open_input(path_);
+  if (in.size() < data_start_ + e.end)
+    throw InputError(path_ + ": cannot read the " + std::to_string(bytes) + " bytes of tensor '" + name +
+                         "': the file shrank to " + std::to_string(in.size()) + " bytes since its header was read",
                      "the file changed or is truncated; re-download it");
+  in.read_at(data_start_ + e.begin, static_cast<char*>(out), bytes, "tensor '" + name + "'");
 }
 
 SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
@@ -236,7 +228,7 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
   result.folder_ = folder;
   const std::string index_path = folder + "/model.safetensors.index.json";
   const std::string single_path = folder + "/model.safetensors";
-  if (stat(index_path.c_str(), &info) == 0) {
+  if (lstat(index_path.c_str(), &info) == 0) {
     const json index = read_json_file(index_path, /*max_bytes=*/std::size_t{64} << 20);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       throw InputError(index_path + ": lacks the \"weight_map\" object of tensor name -> shard file");
@@ -271,7 +263,7 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
       }
     return result;
   }
-  if (stat(single_path.c_str(), &info) == 0) {
+  if (lstat(single_path.c_str(), &info) == 0) {
     result.files_.push_back(SafetensorsFile::open(single_path));
     for (const auto& name : result.files_[0].names()) result.where_[name] = 0;
     return result;
@@ -321,7 +313,7 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Safete
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  file_ = std::fopen(path.c_str(), "wb");
+  file_ = std::fopen(path.c_str(), "wb");  // opens: the file it writes
   if (!file_) throw OutputError(path + ": cannot be written: " + std::strerror(errno));
   const uint64_t length = text.size();
   unsigned char prefix[8];

@@ -268,7 +268,7 @@ std::vector<std::string> exp_shifted_rows_kernels() {
 }
 
 std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
+  std::ifstream in("/proc/cpuinfo");  // opens: the kernel's description of the machine, not an input
   for (std::string line; std::getline(in, line);)
     if (line.rfind("model name", 0) == 0) {
       const auto colon = line.find(':');

@@ -46,7 +46,7 @@ std::string fast_paths() {
 
 /// The cached plan for `key` (a tab-joined line prefix; the last line of it wins), or none.
 std::optional<LossPlan> read_cached(const std::string& key) {
-  std::ifstream in(cache_path());
+  std::ifstream in(cache_path());  // opens: its own cache of measurements, not an input
   std::string line;
   std::optional<LossPlan> found;
   while (std::getline(in, line)) {
@@ -71,7 +71,7 @@ std::optional<LossPlan> read_cached(const std::string& key) {
 void write_cached(const std::string& key, const LossPlan& plan) {
   std::ostringstream content;
   {
-    std::ifstream in(cache_path());
+    std::ifstream in(cache_path());  // opens: its own cache of measurements, not an input
     content << in.rdbuf();
   }
   std::string text = content.str();

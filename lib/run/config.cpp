@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/text.h"
 
 namespace sg {
@@ -351,8 +352,7 @@ void apply_overrides(RunConfig& config, const std::vector<std::string>& assignme
 }
 
 void load_config_file(RunConfig& config, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open configuration file");
+  InputStream in(open_input(path, Fifo::read_once, "configuration file"));
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {

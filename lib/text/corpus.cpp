@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/json.h"
 #include "lib/base/log.h"
 #include "lib/io/h5.h"
@@ -54,8 +55,36 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
     if (error || !fs::exists(status)) throw InputError(input + ": no such file or directory");
     if (fs::is_directory(status)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(input))
-        if (entry.is_regular_file()) found.push_back(entry.path().string());
+      // Every member is examined without throwing: a cycle of symbolic links is an input error
+      // naming it; a member that is no regular file (a dangling link, a FIFO, a socket, a
+      // device) is skipped with a warning that says why.
+      fs::recursive_directory_iterator walk(input, error), end;
+      for (; !error && walk != end; walk.increment(error)) {
+        const auto& entry = *walk;
+        const std::string member = entry.path().string();
+        std::error_code status_error;
+        const auto member_status = entry.status(status_error);
+        if (status_error) {
+          if (status_error == std::errc::too_many_symbolic_link_levels)
+            throw InputError(member + ": too many levels of symbolic links (a cycle of links?)",
+                             "remove the cycle, or the link, from the folder");
+          if (entry.is_symlink(status_error)) {
+            log::warn(member + ": skipped: a symbolic link to nothing (dangling)");
+            continue;
+          }
+          throw InputError(member + ": cannot be examined: " + status_error.message());
+        }
+        if (fs::is_regular_file(member_status)) found.push_back(member);
+        else if (!fs::is_directory(member_status))
+          log::warn(member + ": skipped: " +
+                    (fs::is_fifo(member_status)     ? "a FIFO (named pipe)"
+                     : fs::is_socket(member_status) ? "a socket"
+                     : fs::is_block_file(member_status) || fs::is_character_file(member_status) ? "a device"
+                                                                                                 : "not a regular file") +
+                    ", not a regular file");
+      }
+      if (error)
+        throw InputError(input + ": cannot be read in full: " + error.message());
       std::sort(found.begin(), found.end());
       if (found.empty()) throw InputError(input + ": directory holds no files");
       files.insert(files.end(), found.begin(), found.end());
@@ -215,7 +244,7 @@ struct CorpusReader::State {
   std::vector<std::string> files;
   CorpusOptions options;
   size_t index = 0;
-  std::ifstream file;
+  std::unique_ptr<InputStream> file;
   std::istream* in = nullptr;
   bool jsonl = false;
   int64_t line_number = 0;
@@ -224,7 +253,7 @@ struct CorpusReader::State {
   int64_t bytes_read = 0, bytes_total = 0;
 
   bool open_next() {
-    if (file.is_open()) file.close();
+    file.reset();
     in = nullptr;
     while (index < files.size()) {
       const auto& name = files[index++];
@@ -233,9 +262,8 @@ struct CorpusReader::State {
       // stdin is read from the copy that resolve_input made (provenance hashed it already, so
       // std::cin itself is exhausted by now).
       const std::string path = h5::resolve_input(name);
-      file.open(path, std::ios::binary);
-      if (!file) throw InputError(h5::display_name(name) + ": cannot open");
-      in = &file;
+      file = std::make_unique<InputStream>(open_input(path));
+      in = file.get();
       jsonl = name == "-" ? options.stdin_jsonl : ends_with(name, ".jsonl") || ends_with(name, ".jsonl.txt");
       return true;
     }
@@ -320,13 +348,11 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
   if (!corpus.skipped.empty())
     log::warn(describe_skipped(corpus.skipped, corpus.files.size() + corpus.skipped.size()));
   CorpusReader reader(files, options.corpus);
-  if (reader.bytes_total() == 0) {
-    std::string names;
-    for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
-    if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
-    if (names.empty()) names = "the inputs";
-    throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
-  }
+  std::string names;  // the corpus in a message: its first files
+  for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
+  if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
+  if (names.empty()) names = "the inputs";
+  if (reader.bytes_total() == 0) throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
   int64_t val_tokens = options.val_tokens;
   if (val_tokens < 0) {  // min(5.2M, a tenth of the corpus's tokens, estimated at four bytes a token)
     const int64_t estimate = reader.bytes_total() / 4;
@@ -367,7 +393,13 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
         for (size_t i = static_cast<size_t>(worker); i < pieces.size(); i += static_cast<size_t>(threads))
           encoded[i] = tokenizer.encode(pieces[i]);
       }));
-    for (auto& w : workers) w.get();
+    try {
+      for (auto& w : workers) w.get();
+    } catch (const InputError& error) {  // text the tokeniser cannot encode: name the corpus
+      for (auto& w : workers)
+        if (w.valid()) w.wait();
+      throw InputError(names + ": " + error.what(), error.hint());
+    }
     for (size_t i = 0; i < pieces.size(); ++i) {
       document.insert(document.end(), encoded[i].begin(), encoded[i].end());
       if (lasts[i]) {
@@ -395,7 +427,11 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
   summary.val_tokens = std::min(summary.tokens, val_tokens);
   summary.train_tokens = summary.tokens - summary.val_tokens;
   summary.bytes = reader.bytes_read();
-  writer.commit();
+  try {
+    writer.commit();
+  } catch (const InputError& error) {  // a corpus too small for the validation split: name it
+    throw InputError(names + ": " + error.what(), error.hint());
+  }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "lib/base/error.h"
+#include "lib/base/input_file.h"
 #include "lib/base/json.h"
 #include "lib/base/paths.h"
 #include "lib/io/provenance.h"
@@ -28,36 +29,15 @@ constexpr const char* kVocabularyHint =
     "tokenizer.json, or a vocab.json with merges.txt beside it";
 
 std::string read_file(const std::string& path, const char* what) {
-  // Only a regular file of bounded size: /dev/zero, /dev/urandom or a FIFO would otherwise be read
-  // without end (or block for ever on open).
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0)
-    throw InputError("cannot open " + std::string(what) + " '" + path + "': " + std::strerror(errno), kVocabularyHint);
-  if (!S_ISREG(info.st_mode))
-    throw InputError(std::string(what) + " '" + path + "' is not a regular file (a device, FIFO or folder)",
+  // Only a regular file of bounded size (input_file.h): /dev/zero, /dev/urandom or a FIFO would
+  // otherwise be read without end (or block for ever on open).
+  try {
+    auto file = open_input(path);
+    return file.read_all(kMaxVocabularyFileBytes, "");
+  } catch (const InputError& error) {
+    throw InputError("cannot open " + std::string(what) + " '" + path + "': " + input_reason(error.what(), path),
                      kVocabularyHint);
-  if (info.st_size > kMaxVocabularyFileBytes)
-    throw InputError(std::string(what) + " '" + path + "' has " + std::to_string(info.st_size) +
-                         " bytes, more than the " + std::to_string(kMaxVocabularyFileBytes >> 20) +
-                         " MiB a vocabulary file may have",
-                     kVocabularyHint);
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    throw InputError("cannot open " + std::string(what) + " '" + path + "': " + std::strerror(errno), kVocabularyHint);
-  std::string content;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0 &&
-         static_cast<int64_t>(content.size()) <= kMaxVocabularyFileBytes)
-    content.append(buffer, got);
-  const bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed) throw InputError("cannot read " + std::string(what) + " '" + path + "'", kVocabularyHint);
-  if (static_cast<int64_t>(content.size()) > kMaxVocabularyFileBytes)
-    throw InputError(std::string(what) + " '" + path + "' grew past " + std::to_string(kMaxVocabularyFileBytes >> 20) +
-                         " MiB while being read",
-                     kVocabularyHint);
-  return content;
+  }
 }
 
 }  // namespace
@@ -471,6 +451,9 @@ std::vector<std::string> vocabulary_files(const std::string& path) {
       candidates.push_back(file.parent_path() / "merges.txt");
   }
   std::vector<std::string> files;
+  // A folder first: every file in it is an input no output may replace (h5::check_writable), the
+  // files it does not read (a vocab.json beside the tokenizer.json) too.
+  if (fs::is_directory(path, error)) files.push_back(path);
   for (const auto& candidate : candidates)
     if (exists(candidate) || candidate == fs::path(path)) files.push_back(candidate.string());
   return files;

@@ -52,10 +52,11 @@ struct TokenizerIdentity {
 /// ~/.cache/sinkgate).
 std::string default_vocabulary_path();
 
-/// The files that Tokenizer::load(path) may read, existing ones only: a folder's tokenizer.json, else
-/// its vocab.json and merges.txt; for merges.txt also the vocab.json beside it; for any other file
-/// itself and, unless it is a tokenizer.json or a .tiktoken file, the merges.txt beside it. Every
-/// one is an input that no output may overwrite (h5::check_writable).
+/// The files that Tokenizer::load(path) may read, existing ones only: a folder itself, then its
+/// tokenizer.json, else its vocab.json and merges.txt; for merges.txt also the vocab.json beside
+/// it; for any other file itself and, unless it is a tokenizer.json or a .tiktoken file, the
+/// merges.txt beside it. Every one is an input that no output may overwrite (h5::check_writable:
+/// for a folder, every file in it).
 std::vector<std::string> vocabulary_files(const std::string& path);
 
 /// A tokenizer.json added token, as the file gives it (tokenizer.h: how each flag matches).

@@ -269,7 +269,7 @@ class JsonLog {
  public:
   explicit JsonLog(const std::string& path) : path_(path) {
     if (path.empty()) return;
-    out_.open(path, std::ios::app);
+    out_.open(path, std::ios::app);  // opens: the log it writes
     if (!out_) throw OutputError("cannot open " + path + " for the JSON log (--log-json)");
   }
   void write(const nlohmann::ordered_json& record) {

@@ -276,6 +276,26 @@ TEST_CASE("writes are atomic: nothing under the final name until commit, existin
   CHECK_NOTHROW(sg::h5::check_writable(scratch / "new.h5", false));
 }
 
+TEST_CASE("check_writable: every file in an input folder is an input, read or not, --force or not") {
+  Scratch scratch;
+  const auto folder = scratch / "checkpoint";
+  REQUIRE(mkdir(folder.c_str(), 0755) == 0);
+  REQUIRE(mkdir((folder + "/sub").c_str(), 0755) == 0);
+  sg_test::write_bytes(folder + "/tokenizer.json", "{}");
+  sg_test::write_bytes(folder + "/vocab.json", "{}");
+  sg_test::write_bytes(folder + "/sub/part.txt", "text");
+  REQUIRE(symlink((folder + "/vocab.json").c_str(), (scratch / "link.json").c_str()) == 0);
+  const std::vector<std::string> inputs{folder + "/tokenizer.json", folder};
+  for (const auto& output : {folder + "/vocab.json", folder + "/sub/part.txt", scratch / "link.json"})
+    CHECK_THAT(message_of<sg::OutputError>([&] { sg::h5::check_writable(output, /*force=*/true, inputs); }),
+               Catch::Contains(output) && Catch::Contains("input folder " + folder));
+  CHECK(slurp(folder + "/vocab.json") == "{}");
+  // A new file in the folder replaces nothing; a file outside it is no input.
+  CHECK_NOTHROW(sg::h5::check_writable(folder + "/new.h5", false, inputs));
+  sg_test::write_bytes(scratch / "other.h5", "x");
+  CHECK_NOTHROW(sg::h5::check_writable(scratch / "other.h5", true, inputs));
+}
+
 TEST_CASE("bad input files are InputErrors that name the file") {
   Scratch scratch;
   const auto text = scratch / "notes.txt";
