@@ -289,39 +289,29 @@ torch::Tensor ToyModelImpl::forward_items(const torch::Tensor& features, const t
   return torch::baddbmm(readout_bias.unsqueeze(1), y.squeeze(2).transpose(0, 1), readout.transpose(1, 2));
 }
 
-std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const std::vector<int64_t>& seeds,
-                                const std::vector<Task>& tasks, const TrainOptions& options) {
-  torch::NoGradGuard no_grad;
-  const auto device = options.device;
-  const auto [features, key_sources] = stack_tasks(config, tasks, device);
-  const int64_t s = static_cast<int64_t>(seeds.size());
-  const auto zeros = [&] { return torch::zeros({s}, torch::TensorOptions().dtype(torch::kDouble).device(device)); };
-  auto wrong = zeros(), wrong_sequences = zeros(), bce = zeros(), relevant_mass = zeros(), phantom_mass = zeros();
-  auto gate_relevant = zeros(), gate_irrelevant = zeros(), count_relevant = zeros(), count_irrelevant = zeros();
-  auto output_gate_sum = zeros();
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.eval_seed));
-  for (int64_t done = 0; done < options.eval_sequences; done += options.eval_chunk) {
-    const int64_t n = std::min(options.eval_chunk, options.eval_sequences - done);
-    // One draw, the same sequences (as feature indices) under every seed's dictionary.
-    const auto chunk = sample_batch(config, n, generator);
-    const auto batch = stack_batches(config, std::vector<Batch>(s, chunk), device);
-    std::vector<AttentionTelemetry> telemetry;
-    const int64_t block = query_block(n, options.query_block);
-    const auto logits = model->forward(features, key_sources, batch, block, &telemetry);  // (S, B, n_rel)
-    const auto mistakes = (logits > 0) != (batch.labels > 0.5);
-    wrong += mistakes.sum({1, 2}).to(torch::kDouble);
-    wrong_sequences += mistakes.any(2).sum(1).to(torch::kDouble);
-    bce += F::binary_cross_entropy_with_logits(logits, batch.labels,
-                                               F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone))
-               .sum({1, 2})
-               .to(torch::kDouble);
-    const auto& record = telemetry.at(0);
+namespace {
+
+/// Per-seed sums over the evaluation draws, each (S) in float64.
+struct EvaluationSums {
+  torch::Tensor wrong, wrong_sequences, bce, relevant_mass, phantom_mass;
+  torch::Tensor gate_relevant, gate_irrelevant, count_relevant, count_irrelevant, output_gate_sum;
+
+  EvaluationSums(int64_t seeds, const torch::Device& device) {
+    const auto zeros = [&] { return torch::zeros({seeds}, torch::TensorOptions().dtype(torch::kDouble).device(device)); };
+    for (auto* sum : {&wrong, &wrong_sequences, &bce, &relevant_mass, &phantom_mass, &gate_relevant, &gate_irrelevant,
+                      &count_relevant, &count_irrelevant, &output_gate_sum})
+      *sum = zeros();
+  }
+
+  /// The routing mass on the relevant items and the gates on relevant and irrelevant ones, from
+  /// one draw's telemetry (layer 0, the toy's only layer).
+  void add_routing(const AttentionTelemetry& record, const StackedBatch& batch, const TaskConfig& config, bool per_item) {
     const int64_t r = config.relevant;
     if (record.phantom_mass.defined()) phantom_mass += record.phantom_mass.to(torch::kDouble).sum(kBlocksQueries);
     // Output gates (B/G, S, G, 1 or d), or (B, S, 1, 1 or d) per item: one query per sequence either way.
     if (record.output_gates.defined())
       output_gate_sum += record.output_gates.to(torch::kDouble).mean(-1).sum(kBlocksQueries);
-    if (model->per_item()) {
+    if (per_item) {
       // Per item: weights (B, S, 1, T), phantom mass (B, S, 1), gates (B, S, T).
       const auto relevant = (batch.items < r).to(torch::kDouble);  // (B, S, T)
       const auto irrelevant = 1.0 - relevant;
@@ -333,53 +323,109 @@ std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const
       }
       count_relevant += relevant.sum(kBatchAndRows);
       count_irrelevant += irrelevant.sum(kBatchAndRows);
-      continue;
+      return;
     }
     // Per table row: weights (B/G, S, G, N), phantom mass (B/G, S, G), gates (B/G, S, N).
     const auto weights = record.weights.to(torch::kDouble);
     relevant_mass += weights.narrow(3, 0, r).sum(kBlocksQueriesRows);
     const auto counts = batch.counts.to(torch::kDouble);  // (B, S, N): items per row
     if (record.gates.defined()) {
-      const auto per_item = counts * record.gates[0].to(torch::kDouble).unsqueeze(0);  // (B, S, N)
-      gate_relevant += per_item.narrow(2, 0, r).sum(kBatchAndRows);
-      gate_irrelevant += per_item.narrow(2, r, config.features() - r).sum(kBatchAndRows);
+      const auto per_row_item = counts * record.gates[0].to(torch::kDouble).unsqueeze(0);  // (B, S, N)
+      gate_relevant += per_row_item.narrow(2, 0, r).sum(kBatchAndRows);
+      gate_irrelevant += per_row_item.narrow(2, r, config.features() - r).sum(kBatchAndRows);
     }
     count_relevant += counts.narrow(2, 0, r).sum(kBatchAndRows);
     count_irrelevant += counts.narrow(2, r, config.features() - r).sum(kBatchAndRows);
   }
-  const double sequences = static_cast<double>(options.eval_sequences);
-  const double labels = sequences * static_cast<double>(config.relevant);
-  const auto& arm = model->arm();
-  std::vector<RunResult> rows;
-  for (int64_t i = 0; i < s; ++i) {
-    RunResult row;
-    row.condition = to_string(config.routing);
-    row.load = config.load;
-    row.arm = arm.name;
-    row.seed = seeds[i];
-    row.error = wrong[i].item<double>() / labels;
-    row.sequence_error = wrong_sequences[i].item<double>() / sequences;
-    row.eval_bce = bce[i].item<double>() / labels;
-    row.relevant_mass = relevant_mass[i].item<double>() / sequences;
-    row.phantom_mass = arm.arm.has_phantom() ? phantom_mass[i].item<double>() / sequences : kNaN;
-    const bool gated = arm.arm.has_gate();
-    row.gate_relevant = gated ? gate_relevant[i].item<double>() / count_relevant[i].item<double>() : kNaN;
-    row.gate_irrelevant = gated ? gate_irrelevant[i].item<double>() / count_irrelevant[i].item<double>() : kNaN;
-    row.output_gate_mean = arm.arm.has_output_gate() ? output_gate_sum[i].item<double>() / sequences : kNaN;
-    rows.push_back(row);
+
+  /// One row per seed: the sums as means over the sequences, labels or items.
+  std::vector<RunResult> rows(const ToyArm& arm, const TaskConfig& config, const std::vector<int64_t>& seeds,
+                              int64_t sequence_count) const {
+    const double sequences = static_cast<double>(sequence_count);
+    const double labels = sequences * static_cast<double>(config.relevant);
+    std::vector<RunResult> out;
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      const int64_t s = static_cast<int64_t>(i);
+      RunResult row;
+      row.condition = to_string(config.routing);
+      row.load = config.load;
+      row.arm = arm.name;
+      row.seed = seeds[i];
+      row.error = wrong[s].item<double>() / labels;
+      row.sequence_error = wrong_sequences[s].item<double>() / sequences;
+      row.eval_bce = bce[s].item<double>() / labels;
+      row.relevant_mass = relevant_mass[s].item<double>() / sequences;
+      row.phantom_mass = arm.arm.has_phantom() ? phantom_mass[s].item<double>() / sequences : kNaN;
+      const bool gated = arm.arm.has_gate();
+      row.gate_relevant = gated ? gate_relevant[s].item<double>() / count_relevant[s].item<double>() : kNaN;
+      row.gate_irrelevant = gated ? gate_irrelevant[s].item<double>() / count_irrelevant[s].item<double>() : kNaN;
+      row.output_gate_mean = arm.arm.has_output_gate() ? output_gate_sum[s].item<double>() / sequences : kNaN;
+      out.push_back(row);
+    }
+    return out;
   }
-  return rows;
+};
+
+}  // namespace
+
+std::vector<RunResult> evaluate(ToyModel& model, const TaskConfig& config, const std::vector<int64_t>& seeds,
+                                const std::vector<Task>& tasks, const TrainOptions& options) {
+  torch::NoGradGuard no_grad;
+  const auto device = options.device;
+  const auto [features, key_sources] = stack_tasks(config, tasks, device);
+  const int64_t s = static_cast<int64_t>(seeds.size());
+  EvaluationSums sums(s, device);
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.eval_seed));
+  for (int64_t done = 0; done < options.eval_sequences; done += options.eval_chunk) {
+    const int64_t n = std::min(options.eval_chunk, options.eval_sequences - done);
+    // One draw, the same sequences (as feature indices) under every seed's dictionary.
+    const auto chunk = sample_batch(config, n, generator);
+    const auto batch = stack_batches(config, std::vector<Batch>(s, chunk), device);
+    std::vector<AttentionTelemetry> telemetry;
+    const int64_t block = query_block(n, options.query_block);
+    const auto logits = model->forward(features, key_sources, batch, block, &telemetry);  // (S, B, n_rel)
+    const auto mistakes = (logits > 0) != (batch.labels > 0.5);
+    sums.wrong += mistakes.sum({1, 2}).to(torch::kDouble);
+    sums.wrong_sequences += mistakes.any(2).sum(1).to(torch::kDouble);
+    sums.bce += F::binary_cross_entropy_with_logits(logits, batch.labels,
+                                                    F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone))
+                    .sum({1, 2})
+                    .to(torch::kDouble);
+    sums.add_routing(telemetry.at(0), batch, config, model->per_item());
+  }
+  return sums.rows(model->arm(), config, seeds, options.eval_sequences);
 }
 
-std::vector<RunResult> train_and_evaluate(const TaskConfig& config, const TrainOptions& options,
-                                          const std::vector<ToyArm>& arms, const std::vector<int64_t>& seeds,
-                                          const StepCallback& on_step) {
+namespace {
+
+/// Refuses settings no run can use, naming them.
+void check_train_options(const TaskConfig& config, const TrainOptions& options, const std::vector<ToyArm>& arms,
+                         const std::vector<int64_t>& seeds) {
   config.validate();
   if (arms.empty() || seeds.empty()) throw UsageError("toy: need at least one arm and one seed");
   if (options.steps < 1 || options.batch < 1 || options.eval_sequences < 1 || options.eval_chunk < 1)
     throw UsageError("toy: steps, batch, eval_sequences and eval_chunk must be >= 1");
   if (!(options.lr > 0)) throw UsageError("toy: the learning rate must be positive");
   if (options.query_block < 1) throw UsageError("toy: query_block must be >= 1");
+}
+
+/// " ARM/seed S" for every (arm, seed) whose loss of this step is not finite.
+std::string non_finite_losses(const std::vector<ToyArm>& arms, const std::vector<int64_t>& seeds,
+                              const std::vector<torch::Tensor>& losses) {
+  std::string culprits;
+  for (size_t a = 0; a < arms.size(); ++a)
+    for (size_t s = 0; s < seeds.size(); ++s)
+      if (!std::isfinite(losses[a][static_cast<int64_t>(s)].item<double>()))
+        culprits += " " + arms[a].name + "/seed " + std::to_string(seeds[s]);
+  return culprits;
+}
+
+}  // namespace
+
+std::vector<RunResult> train_and_evaluate(const TaskConfig& config, const TrainOptions& options,
+                                          const std::vector<ToyArm>& arms, const std::vector<int64_t>& seeds,
+                                          const StepCallback& on_step) {
+  check_train_options(config, options, arms, seeds);
   const int64_t block = query_block(options.batch, options.query_block);
   const auto device = options.device;
   const auto start = std::chrono::steady_clock::now();
@@ -427,14 +473,9 @@ std::vector<RunResult> train_and_evaluate(const TaskConfig& config, const TrainO
     optimizer.step();
 
     const double total_value = total.item<double>();
-    if (!std::isfinite(total_value)) {
-      std::string culprits;
-      for (size_t a = 0; a < arms.size(); ++a)
-        for (size_t s = 0; s < seeds.size(); ++s)
-          if (!std::isfinite(losses[a][s].item<double>()))
-            culprits += " " + arms[a].name + "/seed " + std::to_string(seeds[s]);
-      throw NumericError("sg-toy (" + where + "): non-finite loss at step " + std::to_string(step) + ":" + culprits);
-    }
+    if (!std::isfinite(total_value))
+      throw NumericError("sg-toy (" + where + "): non-finite loss at step " + std::to_string(step) + ":" +
+                         non_finite_losses(arms, seeds, losses));
     if (step > options.steps - window)
       for (size_t a = 0; a < arms.size(); ++a) loss_sums[a] += losses[a];
     if (on_step) on_step(step, losses);

@@ -262,84 +262,111 @@ torch::Tensor output_gate_values(const torch::Tensor& x, const Arm& arm, const A
   return torch::sigmoid(logits).view({batch, length, heads, width / heads}).permute({0, 2, 1, 3});
 }
 
-torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const torch::Tensor& v_given,
-                     const ArmParameters& params, const AttendOptions& options) {
-  const int64_t batch = q.size(0), h = q.size(1), length = q.size(2), d = q.size(3);
-  const Arm& arm = options.arm;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const AttentionHooks* hooks = options.hooks && options.hooks->active() ? options.hooks : nullptr;
-  KVCache* cache = options.cache;
-  const auto math = math_type(q);
+namespace {
 
-  auto v = v_given, k = k_given;
-  if (hooks && hooks->corrupt) v = hooks->corrupt(v, options.layer);
-  if (hooks && hooks->corrupt_keys) k = hooks->corrupt_keys(k, options.layer);
-  const auto gate_logit = gate_logits(k, v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
-  torch::Tensor out_gates;  // (B, H, Tq, 1 or d): the output gate, decided on the query positions
+/// What attend computes before it chooses a path: the keys and values after any corruption hook,
+/// the gates and gated reads, the routing slot's per-key bias, the phantom column's logit and the
+/// output gate. Undefined tensors are what the arm does not have.
+struct Prepared {
+  torch::Tensor k, v;         // (B, H, Tk, d) after the corruption hooks
+  torch::Tensor gates;        // (B, H, Tk): g_j, for arms with a per-read gate
+  torch::Tensor reads;        // (B, H, Tk, d): g_j v_j for value-slot gates, else v
+  torch::Tensor key_bias;     // (B, H, Tk): log g_j, the routing slot (renorm)
+  torch::Tensor phantom;      // (H): the phantom column's logit (off-by-one, sink logit)
+  torch::Tensor out_gates;    // (B, H, Tq, 1 or d): the output gate, decided on the query positions
+
+  /// A head's output times the output gate, in float32 (either path).
+  torch::Tensor gate_output(const torch::Tensor& y) const {
+    return out_gates.defined() ? (y.to(out_gates.scalar_type()) * out_gates).to(y.scalar_type()) : y;
+  }
+};
+
+Prepared prepare(const torch::Tensor& q, const torch::Tensor& k_given, const torch::Tensor& v_given,
+                 const ArmParameters& params, const AttendOptions& options, const AttentionHooks* hooks) {
+  const Arm& arm = options.arm;
+  Prepared p;
+  p.v = v_given;
+  p.k = k_given;
+  if (hooks && hooks->corrupt) p.v = hooks->corrupt(p.v, options.layer);
+  if (hooks && hooks->corrupt_keys) p.k = hooks->corrupt_keys(p.k, options.layer);
+  const auto gate_logit = gate_logits(p.k, p.v, arm, params, options.gate_beta);  // (B, H, Tk), or undefined
   if (arm.output_gate != OutputGate::none) {
     if (!options.gate_input.defined()) throw UsageError("attend: the output gate needs the query positions' hidden states");
-    out_gates = output_gate_values(options.gate_input, arm, params, h);
+    p.out_gates = output_gate_values(options.gate_input, arm, params, q.size(1));
   }
-  // The output gate multiplies each head's output, in float32, on either path.
-  const auto gate_output = [&out_gates](const torch::Tensor& y) {
-    return out_gates.defined() ? (y.to(out_gates.scalar_type()) * out_gates).to(y.scalar_type()) : y;
-  };
-  torch::Tensor gates, reads = v, key_bias;
-  if (gate_logit.defined()) gates = torch::sigmoid(gate_logit);
-  if (arm.gates_values()) reads = (v.to(gates.scalar_type()) * gates.unsqueeze(-1)).to(v.scalar_type());
-  if (arm.filter == Filter::renorm) key_bias = F::logsigmoid(gate_logit);
-  torch::Tensor phantom;  // (H) logit of the phantom column
-  if (arm.zero == ZeroOption::sinklogit) phantom = params.sink_logit;
-  if (arm.zero == ZeroOption::offbyone) phantom = torch::zeros({h}, q.options().dtype(math));
+  p.reads = p.v;
+  if (gate_logit.defined()) p.gates = torch::sigmoid(gate_logit);
+  if (arm.gates_values()) p.reads = (p.v.to(p.gates.scalar_type()) * p.gates.unsqueeze(-1)).to(p.v.scalar_type());
+  if (arm.filter == Filter::renorm) p.key_bias = F::logsigmoid(gate_logit);
+  if (arm.zero == ZeroOption::sinklogit) p.phantom = params.sink_logit;
+  if (arm.zero == ZeroOption::offbyone) p.phantom = torch::zeros({q.size(1)}, q.options().dtype(math_type(q)));
+  return p;
+}
 
-  const bool want_fused = options.backend == AttentionBackend::fused ||
-                          (options.backend == AttentionBackend::automatic && fused_attention_supported(q));
-  // Corruption happens to v above, so it keeps the fused path; overrides and telemetry need the
-  // explicit attention matrix.
-  const bool needs_matrix = hooks && (hooks->gate_override != GateOverride::none || hooks->telemetry);
-  if (!needs_matrix && !cache && want_fused && (options.causal ? k.size(2) == length : true)) {
-    auto q_in = q, k_in = k, v_pass = reads;
-    if (key_bias.defined()) {
-      // Augmented dimension: q gets sqrt(d), k gets log g_j, so q'.k'/sqrt(d) = s_ij + log g_j.
-      q_in = torch::cat({q, torch::full({batch, h, length, 1}, std::sqrt(static_cast<double>(d)), q.options())}, -1);
-      k_in = torch::cat({k, key_bias.unsqueeze(-1).to(k.scalar_type())}, -1);
-      q_in = pad_to_multiple_of_8(q_in, d + 1);
-      k_in = pad_to_multiple_of_8(k_in, d + 1);
-      v_pass = pad_to_multiple_of_8(reads, d + 1);
-    }
-    torch::Tensor y;
-    if (phantom.defined()) {
-      y = fused_sink_attention(q_in, k_in, v_pass, phantom, scale, options.causal);
-    } else {
-      y = at::scaled_dot_product_attention(q_in, k_in, v_pass, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                           options.causal, scale);
-    }
-    return gate_output(y.size(-1) == d ? y : y.index({"...", Slice(0, d)}));
+/// The fused path: SDPA, or the phantom's own kernel; the routing slot by the augmented dimension.
+torch::Tensor attend_fused(const torch::Tensor& q, const Prepared& p, bool causal, double scale) {
+  const int64_t batch = q.size(0), h = q.size(1), length = q.size(2), d = q.size(3);
+  auto q_in = q, k_in = p.k, v_pass = p.reads;
+  if (p.key_bias.defined()) {
+    // Augmented dimension: q gets sqrt(d), k gets log g_j, so q'.k'/sqrt(d) = s_ij + log g_j.
+    q_in = torch::cat({q, torch::full({batch, h, length, 1}, std::sqrt(static_cast<double>(d)), q.options())}, -1);
+    k_in = torch::cat({p.k, p.key_bias.unsqueeze(-1).to(p.k.scalar_type())}, -1);
+    q_in = pad_to_multiple_of_8(q_in, d + 1);
+    k_in = pad_to_multiple_of_8(k_in, d + 1);
+    v_pass = pad_to_multiple_of_8(p.reads, d + 1);
   }
+  torch::Tensor y;
+  if (p.phantom.defined()) {
+    y = fused_sink_attention(q_in, k_in, v_pass, p.phantom, scale, causal);
+  } else {
+    y = at::scaled_dot_product_attention(q_in, k_in, v_pass, /*attn_mask=*/{}, /*dropout_p=*/0.0, causal, scale);
+  }
+  return p.gate_output(y.size(-1) == d ? y : y.index({"...", Slice(0, d)}));
+}
 
-  // ---- explicit path ----
-  torch::Tensor keys = k, values = reads;
+/// The telemetry hook's record of one layer (explicit path).
+void record_telemetry(const AttentionHooks& hooks, int64_t layer, const Prepared& p, const torch::Tensor& weights,
+                      const torch::Tensor& phantom_mass, torch::ScalarType math) {
+  const double d = static_cast<double>(p.v.size(-1));
+  AttentionTelemetry record;
+  record.weights = weights.detach();
+  record.phantom_mass = phantom_mass.defined() ? phantom_mass.detach() : torch::Tensor();
+  record.read_norms = p.v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(d);
+  record.gates = p.gates.defined() ? p.gates.detach() : torch::Tensor();
+  record.reads = p.v.detach().to(math);
+  record.keys = p.k.detach().to(math);
+  record.output_gates = p.out_gates.defined() ? p.out_gates.detach() : torch::Tensor();
+  hooks.telemetry(layer, record);
+}
+
+/// The explicit path: the attention matrix itself, for the key-value cache, overrides and telemetry.
+torch::Tensor attend_explicit(const torch::Tensor& q, Prepared& p, const AttendOptions& options,
+                              const AttentionHooks* hooks, double scale) {
+  const int64_t batch = q.size(0), h = q.size(1), length = q.size(2);
+  const auto math = math_type(q);
+  KVCache* cache = options.cache;
+  torch::Tensor keys = p.k, values = p.reads;
   if (cache) {
     if (hooks && hooks->gate_override != GateOverride::none)
       throw UsageError("gate overrides are not supported with a key-value cache");
     if (cache->length() > 0) {
-      keys = torch::cat({cache->keys, k}, 2);
-      values = torch::cat({cache->reads, reads}, 2);
-      if (key_bias.defined()) key_bias = torch::cat({cache->key_bias, key_bias}, 2);
+      keys = torch::cat({cache->keys, p.k}, 2);
+      values = torch::cat({cache->reads, p.reads}, 2);
+      if (p.key_bias.defined()) p.key_bias = torch::cat({cache->key_bias, p.key_bias}, 2);
     }
     cache->keys = keys;
     cache->reads = values;
-    cache->key_bias = key_bias;
+    cache->key_bias = p.key_bias;
   }
   const int64_t keys_len = keys.size(2), offset = keys_len - length;
   auto logits = torch::matmul(q, keys.transpose(-2, -1)).to(math) * scale;  // (B, H, Tq, Tk)
-  if (key_bias.defined()) logits = logits + key_bias.unsqueeze(2);
+  if (p.key_bias.defined()) logits = logits + p.key_bias.unsqueeze(2);
   auto allowed = torch::ones({length, keys_len}, torch::TensorOptions().dtype(torch::kBool).device(q.device()));
   if (options.causal) allowed = allowed.tril(offset);  // key j visible to query i iff j <= i + offset
   logits = logits.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
   torch::Tensor weights, phantom_mass;
-  if (phantom.defined()) {
-    const auto column = phantom.to(math).view({1, h, 1, 1}).expand({batch, h, length, 1});
+  if (p.phantom.defined()) {
+    const auto column = p.phantom.to(math).view({1, h, 1, 1}).expand({batch, h, length, 1});
     const auto probs = torch::softmax(torch::cat({logits, column}, -1), -1);
     weights = probs.index({"...", Slice(0, keys_len)});
     phantom_mass = probs.index({"...", keys_len});
@@ -349,27 +376,34 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const
 
   torch::Tensor y;
   if (hooks && hooks->gate_override != GateOverride::none) {
+    const Arm& arm = options.arm;
     if (!arm.gates_values())
       throw UsageError("a gate override needs " + arms_with(ArmCapability::value_slot_gate) + "; arm is " + arm.name());
     const auto mixed = static_cast<uint64_t>(hooks->override_seed) * 1000003u + static_cast<uint64_t>(options.layer);
-    const auto per_query = overridden_gates(hooks->gate_override, gates, weights, allowed, static_cast<int64_t>(mixed));
-    y = torch::matmul((weights * per_query).to(v.scalar_type()), v);
+    const auto per_query = overridden_gates(hooks->gate_override, p.gates, weights, allowed, static_cast<int64_t>(mixed));
+    y = torch::matmul((weights * per_query).to(p.v.scalar_type()), p.v);
   } else {
     y = torch::matmul(weights.to(values.scalar_type()), values);
   }
+  if (hooks && hooks->telemetry) record_telemetry(*hooks, options.layer, p, weights, phantom_mass, math);
+  return p.gate_output(y);
+}
 
-  if (hooks && hooks->telemetry) {
-    AttentionTelemetry record;
-    record.weights = weights.detach();
-    record.phantom_mass = phantom_mass.defined() ? phantom_mass.detach() : torch::Tensor();
-    record.read_norms = v.detach().to(math).pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));
-    record.gates = gates.defined() ? gates.detach() : torch::Tensor();
-    record.reads = v.detach().to(math);
-    record.keys = k.detach().to(math);
-    record.output_gates = out_gates.defined() ? out_gates.detach() : torch::Tensor();
-    hooks->telemetry(options.layer, record);
-  }
-  return gate_output(y);
+}  // namespace
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const torch::Tensor& v_given,
+                     const ArmParameters& params, const AttendOptions& options) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  const AttentionHooks* hooks = options.hooks && options.hooks->active() ? options.hooks : nullptr;
+  Prepared prepared = prepare(q, k_given, v_given, params, options, hooks);
+  const bool want_fused = options.backend == AttentionBackend::fused ||
+                          (options.backend == AttentionBackend::automatic && fused_attention_supported(q));
+  // Corruption happens to v in prepare, so it keeps the fused path; overrides and telemetry need
+  // the explicit attention matrix.
+  const bool needs_matrix = hooks && (hooks->gate_override != GateOverride::none || hooks->telemetry);
+  if (!needs_matrix && !options.cache && want_fused && (options.causal ? prepared.k.size(2) == q.size(2) : true))
+    return attend_fused(q, prepared, options.causal, scale);
+  return attend_explicit(q, prepared, options, hooks, scale);
 }
 
 ArmParameters AttentionImpl::arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, out_gate}; }

@@ -181,14 +181,18 @@ std::string not_text_reason(const std::string& head, bool whole) {
 }
 
 std::string file_not_text_reason(const std::string& path) {
-  const std::string local = h5::resolve_input(path);
-  std::ifstream in(local, std::ios::binary);
-  if (!in) throw InputError(h5::display_name(path) + ": cannot open");
-  std::string head(static_cast<size_t>(kTextCheckBytes), '\0');
-  in.read(head.data(), kTextCheckBytes);
-  if (in.bad()) throw InputError(h5::display_name(path) + ": read error");
-  head.resize(static_cast<size_t>(in.gcount()));
-  const bool whole = in.peek() == std::char_traits<char>::eof();
+  // A pipe is read from the copy resolve_input makes of it, so that the check leaves its bytes.
+  auto in = open_input(h5::resolve_input(path));
+  // One byte more than the check reads says whether the prefix is the whole file.
+  std::string head(static_cast<size_t>(kTextCheckBytes) + 1, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    const size_t n = in.read(head.data() + got, head.size() - got);
+    if (n == 0) break;
+    got += n;
+  }
+  const bool whole = got <= static_cast<size_t>(kTextCheckBytes);
+  head.resize(std::min(got, static_cast<size_t>(kTextCheckBytes)));
   return not_text_reason(head, whole);
 }
 
@@ -341,6 +345,52 @@ bool CorpusReader::next(std::string& piece, bool& last) {
   }
 }
 
+namespace {
+
+/// The corpus in a message: its first three files and how many more.
+std::string corpus_names(const std::vector<std::string>& files) {
+  std::string names;
+  for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
+  if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
+  return names.empty() ? "the inputs" : names;
+}
+
+/// Each piece encoded, spread over `threads` workers; text the tokeniser cannot encode is an
+/// InputError naming the corpus.
+std::vector<std::vector<int32_t>> encode_pieces(const std::vector<std::string>& pieces, const Tokenizer& tokenizer,
+                                                int64_t threads, const std::string& names) {
+  std::vector<std::vector<int32_t>> encoded(pieces.size());
+  std::vector<std::future<void>> workers;
+  for (int64_t worker = 0; worker < threads; ++worker)
+    workers.push_back(std::async(std::launch::async, [&, worker] {
+      for (size_t i = static_cast<size_t>(worker); i < pieces.size(); i += static_cast<size_t>(threads))
+        encoded[i] = tokenizer.encode(pieces[i]);
+    }));
+  try {
+    for (auto& w : workers) w.get();
+  } catch (const InputError& error) {
+    for (auto& w : workers)
+      if (w.valid()) w.wait();
+    throw InputError(names + ": " + error.what(), error.hint());
+  }
+  return encoded;
+}
+
+/// The progress line: megabytes read of the total, tokens, rate and time left.
+void log_progress(const CorpusReader& reader, const TokenWriter& writer, double elapsed, bool more) {
+  const double rate = static_cast<double>(reader.bytes_read()) / std::max(elapsed, 1e-9);
+  std::ostringstream line;
+  line.precision(1);
+  line << std::fixed << "sg-tokenize: " << static_cast<double>(reader.bytes_read()) / 1e6 << " MB";
+  if (reader.bytes_total() > 0) line << " of " << static_cast<double>(reader.bytes_total()) / 1e6 << " MB";
+  line << ", " << writer.tokens() << " tokens, " << rate / 1e6 << " MB/s";
+  if (reader.bytes_total() > 0 && more)
+    line << ", eta " << static_cast<int64_t>((reader.bytes_total() - reader.bytes_read()) / std::max(rate, 1.0)) << " s";
+  log::info(line.str());
+}
+
+}  // namespace
+
 TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
                                 const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
   const auto corpus = list_corpus_files(inputs);
@@ -348,10 +398,7 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
   if (!corpus.skipped.empty())
     log::warn(describe_skipped(corpus.skipped, corpus.files.size() + corpus.skipped.size()));
   CorpusReader reader(files, options.corpus);
-  std::string names;  // the corpus in a message: its first files
-  for (size_t i = 0; i < files.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(files[i]);
-  if (files.size() > 3) names += " and " + std::to_string(files.size() - 3) + " more";
-  if (names.empty()) names = "the inputs";
+  const std::string names = corpus_names(files);
   if (reader.bytes_total() == 0) throw InputError(names + ": the corpus is empty (0 bytes)", "give the text to tokenise");
   int64_t val_tokens = options.val_tokens;
   if (val_tokens < 0) {  // min(5.2M, a tenth of the corpus's tokens, estimated at four bytes a token)
@@ -386,20 +433,7 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
       pieces.push_back(std::move(piece));
       lasts.push_back(last);
     }
-    std::vector<std::vector<int32_t>> encoded(pieces.size());
-    std::vector<std::future<void>> workers;
-    for (int64_t worker = 0; worker < threads; ++worker)
-      workers.push_back(std::async(std::launch::async, [&, worker] {
-        for (size_t i = static_cast<size_t>(worker); i < pieces.size(); i += static_cast<size_t>(threads))
-          encoded[i] = tokenizer.encode(pieces[i]);
-      }));
-    try {
-      for (auto& w : workers) w.get();
-    } catch (const InputError& error) {  // text the tokeniser cannot encode: name the corpus
-      for (auto& w : workers)
-        if (w.valid()) w.wait();
-      throw InputError(names + ": " + error.what(), error.hint());
-    }
+    const auto encoded = encode_pieces(pieces, tokenizer, threads, names);
     for (size_t i = 0; i < pieces.size(); ++i) {
       document.insert(document.end(), encoded[i].begin(), encoded[i].end());
       if (lasts[i]) {
@@ -411,16 +445,7 @@ TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const To
     const auto now = std::chrono::steady_clock::now();
     if (std::chrono::duration<double>(now - last_report).count() > 2.0 || !more) {
       last_report = now;
-      const double elapsed = std::chrono::duration<double>(now - start).count();
-      const double rate = static_cast<double>(reader.bytes_read()) / std::max(elapsed, 1e-9);
-      std::ostringstream line;
-      line.precision(1);
-      line << std::fixed << "sg-tokenize: " << static_cast<double>(reader.bytes_read()) / 1e6 << " MB";
-      if (reader.bytes_total() > 0) line << " of " << static_cast<double>(reader.bytes_total()) / 1e6 << " MB";
-      line << ", " << writer.tokens() << " tokens, " << rate / 1e6 << " MB/s";
-      if (reader.bytes_total() > 0 && more)
-        line << ", eta " << static_cast<int64_t>((reader.bytes_total() - reader.bytes_read()) / std::max(rate, 1.0)) << " s";
-      log::info(line.str());
+      log_progress(reader, writer, std::chrono::duration<double>(now - start).count(), more);
     }
   }
   summary.tokens = writer.tokens();

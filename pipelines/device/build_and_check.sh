@@ -20,7 +20,7 @@
 #
 # Expected cost of each stage on one H200 machine (16 cores), from the rehearsal on 2 cores and
 # gpu_check.sh's last measured run (docs/gpu.md has the figures):
-#   unpack 5 s · configure 30 s · build 2-3 min (the model library and 8 targets, no ccache)
+#   unpack 5-15 s · configure 20-30 s · build 1.5-2.5 min (sg_core, sg and 8 targets: 10 CPU-minutes, no ccache)
 #   · gpu_check 4-5 min · summary 1 s.  The device tool's start and transfers add 1-2 min.
 # Every stage prints a timestamp; a stage that fails ends the script with the summary still written.
 set -u -o pipefail
