@@ -97,15 +97,17 @@ void run(const Options& options, const std::string& command_line) {
     const auto tokens = sg::TokenFile::open(options.tokens);
     std::vector<std::string> wide_inputs = options.models;
     wide_inputs.push_back(options.tokens);
-    const auto provenance =
+    auto provenance =
         sg::make_provenance("sg-eval", command_line, wide_inputs, "batches=" + std::to_string(options.batches));
-    const auto table = sg::validation_table(settings, tokens, provenance.sha256_of(options.tokens), device);
+    const auto table =
+        sg::validation_table(settings, tokens, provenance.sha256_of(options.tokens), device, &provenance.arithmetic);
     return sg::write_table(options.common.output, table, provenance, options.common.force);
   }
   const std::string config = "tasks=" + options.tasks + " batches=" + std::to_string(options.batches) +
                              " context=" + std::to_string(options.context) + " limit=" + std::to_string(options.limit) +
                              " tokenizer=" + (options.vocab.empty() ? "own" : options.vocab);
-  const auto provenance = sg::make_provenance("sg-eval", command_line, inputs, config);
+  auto provenance = sg::make_provenance("sg-eval", command_line, inputs, config);
+  provenance.arithmetic = sg::arithmetic_text(device);  // the tasks' losses take the head and ATen's cross-entropy
   const auto tables = sg::evaluate_models(settings, data, provenance.sha256_of(options.tokens), device);
   if (!options.examples.empty()) sg::write_table(options.examples, tables.examples, provenance, options.common.force);
   sg::write_table(options.common.output, tables.metrics, provenance, options.common.force);

@@ -77,12 +77,13 @@ void run(const Options& options, const std::string& command_line) {
                    : options.backend == "fused"  ? sg::AttentionBackend::fused
                                                  : sg::AttentionBackend::automatic;
   const auto tokens = sg::TokenFile::open(options.tokens);
-  const auto provenance = sg::make_provenance("sg-inject", command_line, inputs, settings(options, inject));
+  auto provenance = sg::make_provenance("sg-inject", command_line, inputs, settings(options, inject));
   sg::RunChecks checks;
   checks.tokens = &tokens;
   checks.token_sha256 = provenance.sha256_of(options.tokens);
   checks.allow_other_tokens = options.allow_other_tokens;
   const auto runs = sg::open_runs(options.runs, checks);
+  provenance.arithmetic = sg::runs_arithmetic(runs, inject.device);
   auto table = sg::injection_table();
   sg::measure_runs(runs, inject.device, table, [&](const sg::MeasuredRun& run, sg::GPTImpl& model) {
     const auto& config = run.state.config;

@@ -123,6 +123,7 @@ void run(const Options& options, const std::string& command_line) {
     any_gate_tokens = any_gate_tokens || sg::probe_applies(sg::Probe::gate_tokens, arm);
   };
   const auto runs = sg::open_runs(options.runs, checks);
+  provenance.arithmetic = sg::runs_arithmetic(runs, probe.device);
   std::unique_ptr<sg::Tokenizer> vocabulary;
   const bool gate_tokens =
       std::find(probe.probes.begin(), probe.probes.end(), sg::Probe::gate_tokens) != probe.probes.end();

@@ -90,8 +90,9 @@ void run(const Options& options, const std::string& command_line) {
                              std::to_string(options.block_length) + " sink_positions=" +
                              std::to_string(options.sink_positions) + " percentiles=" + sg::join(options.percentiles, ",") +
                              " tokenizer=" + (options.vocab.empty() ? "own" : options.vocab);
-  sg::write_table(options.common.output, table, sg::make_provenance("sg-survey", command_line, inputs, config),
-                  options.common.force);
+  auto provenance = sg::make_provenance("sg-survey", command_line, inputs, config);
+  provenance.arithmetic = sg::arithmetic_text(sg::parse_device(options.common.device));
+  sg::write_table(options.common.output, table, provenance, options.common.force);
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ void run(Options options, const std::string& tool, const std::string& command_li
         rows.push_back(row);
       }
     }
-  const auto provenance = sg::make_provenance(tool, command_line, {}, describe(options));
+  auto provenance = sg::make_provenance(tool, command_line, {}, describe(options));
+  provenance.arithmetic = sg::arithmetic_text(options.train.device);
   sg::write_table(options.common.output, sg::toy::to_table(rows), provenance, options.common.force);
 }
 

@@ -177,12 +177,13 @@ TaskData read_task_data(const EvaluationSettings& settings) {
 }
 
 ResultTable validation_table(const EvaluationSettings& settings, const TokenFile& tokens, const std::string& token_sha256,
-                             const torch::Device& device) {
+                             const torch::Device& device, std::string* arithmetic) {
   RunChecks checks;
   checks.tokens = &tokens;
   checks.token_sha256 = token_sha256;
   checks.allow_other_tokens = settings.allow_other_tokens;
   const auto runs = open_runs(settings.models, checks);
+  if (arithmetic) *arithmetic = runs_arithmetic(runs, device);
   ResultTable table;
   table.add_column("tier", Role::key, ColumnType::string);
   table.add_column("arm", Role::key, ColumnType::string);

@@ -55,9 +55,10 @@ struct TaskData {
 TaskData read_task_data(const EvaluationSettings& settings);
 
 /// The wide table: val_loss of every run file (models are run files only), on `tokens` (the file
-/// settings.tokens, whose SHA-256 is token_sha256).
+/// settings.tokens, whose SHA-256 is token_sha256); with `arithmetic`, sets it to the provenance's
+/// account of the measurement's arithmetic (runs_arithmetic).
 ResultTable validation_table(const EvaluationSettings& settings, const TokenFile& tokens, const std::string& token_sha256,
-                             const torch::Device& device);
+                             const torch::Device& device, std::string* arithmetic = nullptr);
 
 /// The long table of every task of every model, and (settings.examples) the per-example table;
 /// every model is checked first (run files read, for val each model's ids against the token file).

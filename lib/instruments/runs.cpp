@@ -1,10 +1,57 @@
 // runs.cpp — open_runs and measure_runs: the measuring tools' loop over run files.
 #include "lib/instruments/runs.h"
 
+#include <algorithm>
+
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/kernels/cpu_kernels.h"
+#include "lib/kernels/loss_tuning.h"
+#include "lib/model/runtime.h"
 
 namespace sg {
+
+MeasuringPlan measuring_loss_plan(const RunConfig& config, const torch::Device& device) {
+  const LossPlanSpec spec = parse_loss_plan(config.train.loss_plan);
+  MeasuringPlan out;
+  if (spec.automatic()) {
+    out.text = "this machine's automatic plan (the run records none)";
+    return out;
+  }
+  if (!device.is_cpu()) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
+    out.plan = {spec.chunk_rows, LossProducts::plain, "portable"};
+    out.text = "chunks of " + std::to_string(spec.chunk_rows) + " rows, the run's own (on " + device.str() +
+               " only the chunk applies)";
+    return out;
+  }
+  const LossPlan recorded{spec.chunk_rows, *loss_products_named(spec.products),
+                          !spec.row_kernel.empty()   ? spec.row_kernel
+                          : has_exp_shifted_rows()   ? exp_shifted_rows_isa()
+                                                     : "portable"};
+  const std::string missing = loss_plan_missing(recorded);
+  if (missing.empty()) {
+    out.plan = recorded;
+    out.text = loss_plan_text(recorded) + ", the run's own";
+    return out;
+  }
+  out.plan = runnable_loss_plan(recorded);
+  out.replaced = true;
+  out.text = loss_plan_text(out.plan) + " in place of the run's " + loss_plan_text(recorded) + " (this machine has no " +
+             missing + ")";
+  return out;
+}
+
+std::string runs_arithmetic(const std::vector<MeasuredRun>& runs, const torch::Device& device) {
+  std::vector<std::string> plans;
+  for (const auto& run : runs) plans.push_back(measuring_loss_plan(run.state.config, device).text);
+  std::string text = arithmetic_text(device);
+  if (plans.empty()) return text;
+  if (std::all_of(plans.begin(), plans.end(), [&](const std::string& plan) { return plan == plans.front(); }))
+    return text + "; loss plan " + plans.front() + (runs.size() > 1 ? " (every run)" : "");
+  text += "; loss plans:";
+  for (size_t i = 0; i < runs.size(); ++i) text += (i ? ", " : " ") + runs[i].path + ": " + plans[i];
+  return text;
+}
 
 std::vector<MeasuredRun> open_runs(const std::vector<std::string>& paths, const RunChecks& checks) {
   std::vector<MeasuredRun> runs;
@@ -39,6 +86,10 @@ void measure_runs(const std::vector<MeasuredRun>& runs, const torch::Device& dev
   std::vector<std::string> sources;                                     // per row
   for (const auto& run : runs) {
     auto model = load_model(run.path, run.state.config, device);
+    const auto plan = measuring_loss_plan(run.state.config, device);
+    if (plan.replaced)
+      log::warn(run.path + ": measured with loss plan " + plan.text + ": its last bits may differ from the run's machine");
+    model->set_loss_plan(plan.plan);
     measure(run, *model);
     keys.resize(table.rows(), run_keys(run.path, run.state));
     sources.resize(table.rows(), run.path);

@@ -40,12 +40,28 @@ struct RunChecks {
   std::function<void(const MeasuredRun&)> check;
 };
 
+/// The loss plan a run is measured with (GPTImpl::set_loss_plan): the plan its file records, so
+/// that a run scored on two machines runs the same arithmetic where both can run it; where this
+/// machine cannot, what it runs instead (runnable_loss_plan), and in files that record none
+/// ("auto", older versions) this machine's automatic choice.
+struct MeasuringPlan {
+  LossPlan plan;
+  std::string text;       // the plan and where it came from, in words (the provenance's)
+  bool replaced = false;  // the run's plan could not run here
+};
+MeasuringPlan measuring_loss_plan(const RunConfig& config, const torch::Device& device);
+
+/// The provenance's arithmetic (Provenance::arithmetic) of measuring these runs on `device`: the
+/// device and thread count (arithmetic_text), and each run's loss plan (measuring_loss_plan).
+std::string runs_arithmetic(const std::vector<MeasuredRun>& runs, const torch::Device& device);
+
 /// Reads every run file's state and runs the checks, all before any model is loaded; then warns
 /// once for each unfinished run ("PATH is unfinished (step N of M)"). Throws InputError naming the
 /// file that does not read, or what the checks throw.
 std::vector<MeasuredRun> open_runs(const std::vector<std::string>& paths, const RunChecks& checks);
 
-/// For each run in order: loads its model onto `device` and calls measure(run, model), which
+/// For each run in order: loads its model onto `device` with its loss plan (measuring_loss_plan;
+/// a warning where the run's cannot run here) and calls measure(run, model), which
 /// appends the run's rows to `table`; then gives every row the key columns of its run
 /// (run_keys, add_key_columns). `table` must hold no rows before.
 void measure_runs(const std::vector<MeasuredRun>& runs, const torch::Device& device, ResultTable& table,

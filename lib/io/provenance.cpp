@@ -130,6 +130,7 @@ void write_provenance(h5::Group& root, const Provenance& provenance) {
   put_text(root, "command_line", provenance.command_line);
   put_text(root, "config", provenance.config);
   root.set_attribute("created", provenance.created);
+  if (!provenance.arithmetic.empty()) put_text(root, "arithmetic", provenance.arithmetic);
   std::vector<std::string> paths, hashes;
   for (const auto& input : provenance.inputs) {
     paths.push_back(input.path);
@@ -147,6 +148,7 @@ Provenance read_provenance(const h5::Group& root) {
   provenance.command_line = optional_string(root, "command_line");
   provenance.config = optional_string(root, "config");
   provenance.created = optional_string(root, "created");
+  provenance.arithmetic = optional_string(root, "arithmetic");  // "" in files of older versions
   if (has_list(root, "input_files")) {
     const auto paths = get_list(root, "input_files");
     std::vector<std::string> hashes;

@@ -21,6 +21,9 @@ struct Provenance {
   std::string command_line;  // argv, shell-quoted
   std::string config;        // free text: the effective options or configuration
   std::string created;       // UTC, ISO 8601: "2026-05-01T12:34:56Z"
+  /// What decides a model's last bits besides its inputs: the device, the CPU and its thread count,
+  /// each run's loss plan (lib/model/runtime.h, arithmetic_text). "" for tools that run no model.
+  std::string arithmetic;
   std::vector<InputFile> inputs;
 
   /// The hash of the input given as `path` ("" when it is not among the inputs).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/base/error.h"
+#include "lib/kernels/cpu_kernels.h"
 
 namespace sg {
 
@@ -54,6 +55,12 @@ void tune_allocator() {
 void set_threads(int64_t threads) {
   if (threads < 0) throw UsageError("--threads must be >= 0");
   if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+}
+
+std::string arithmetic_text(const torch::Device& device) {
+  if (device.is_cuda()) return device.str() + ", bf16 autocast";
+  const int64_t threads = at::get_num_threads();
+  return "cpu (" + cpu_model_name() + "), " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
 }
 
 int64_t parallel_for_threads() {

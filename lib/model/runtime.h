@@ -27,6 +27,11 @@ void tune_allocator();
 /// Sets LibTorch's intra-op threads (0: keep LibTorch's default, all cores).
 void set_threads(int64_t threads);
 
+/// What decides the last bits of a model's numbers on `device` besides the model and its inputs,
+/// in words for a result's provenance (Provenance::arithmetic): "cpu (AMD EPYC 9B45), 2 threads"
+/// or "cuda:0, bf16 autocast". The thread count changes how LibTorch splits its sums.
+std::string arithmetic_text(const torch::Device& device);
+
 /// How many distinct threads an at::parallel_for compiled into lib/ runs its parts on (at most
 /// torch::get_num_threads()). 1 where lib/ was compiled without OpenMP: at::parallel_for is a
 /// header template that runs serially then, whatever the thread count.

@@ -32,7 +32,7 @@ json provenance_json(const h5::Group& root) {
   for (const auto& input : p.inputs) inputs.push_back({{"path", input.path}, {"sha256", input.sha256}});
   return {{"tool", p.tool},          {"version", p.version}, {"git_commit", p.git_commit},
           {"command_line", p.command_line}, {"config", p.config}, {"created", p.created},
-          {"inputs", inputs}};
+          {"arithmetic", p.arithmetic.empty() ? json(nullptr) : json(p.arithmetic)}, {"inputs", inputs}};
 }
 
 json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
@@ -217,6 +217,7 @@ std::string render(const json& d) {
     lines.add("written by", text_of(p["tool"]) + " " + text_of(p["version"]) + " (commit " + text_of(p["git_commit"]) +
                                 ") at " + text_of(p["created"]));
     lines.add("command line", text_of(p["command_line"]));
+    if (!p["arithmetic"].is_null()) lines.add("arithmetic", text_of(p["arithmetic"]));
     const size_t shown = 4, inputs = p["inputs"].size();
     for (size_t i = 0; i < inputs && i < shown; ++i)
       lines.add("input", text_of(p["inputs"][i]["path"]) + "  sha256 " + text_of(p["inputs"][i]["sha256"]));

@@ -457,7 +457,9 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   config.train.loss_plan = loss_plan_text(loss_plan);
   state.config.train.loss_plan = config.train.loss_plan;
   model->set_loss_plan(loss_plan);
-  const Provenance provenance = with_loss_plan(options.provenance, config.train.loss_plan);
+  Provenance provenance = with_loss_plan(options.provenance, config.train.loss_plan);
+  provenance.arithmetic = arithmetic_text(options.device) + "; loss plan " + config.train.loss_plan +
+                          (communicator ? "; " + std::to_string(communicator->world_size()) + " processes" : "");
   // Rank 0 writes; every rank waits for the file, so that none runs ahead of a checkpoint.
   auto save = [&] {
     if (session.writer) save_run(options.output, /*force=*/true, *model, optimizer.get(), state, provenance);

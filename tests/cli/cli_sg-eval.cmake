@@ -93,3 +93,19 @@ ${SG_CLI_DATA}/eval-named.csv $<TARGET_FILE:sg-info> $r")
 set_tests_properties("cli: sg-eval and sg-info give one final validation loss and name its batches" PROPERTIES
   FIXTURES_REQUIRED "sg_tokens;sg_run"
   PASS_REGULAR_EXPRESSION "final val_loss +[0-9.]+ \\(1 batches of 8 windows x 32 tokens, eval_seed 1234: sg-eval's default, Tables 1, 2, 5\\)\ntier,arm,seed,val_loss,val_batches,eval_seed,scored_tokens,steps,run\ntiny,combo2,0,[0-9.]+,1,1234,256,6,[^\n]*\nsame loss\n")
+
+# Every result of a tool that runs a model records the arithmetic: device, CPU, thread count and
+# each run's loss plan, with where it came from (tests/instruments/test_runs.cpp checks that the
+# run's plan is the one that runs, bit for bit).
+add_test(NAME "cli: sg-eval and sg-train record the arithmetic: device, threads, the run's loss plan"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/eval-plan'; rm -rf \"$d\"; mkdir -p \"$d\"
+$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --set loss_plan=16:plain:portable --stop-after 2 \
+--threads 1 -o \"$d/run.h5\" --log-level quiet
+SINKGATE_LOSS_PRODUCTS=avx512 $<TARGET_FILE:sg-eval> \"$d/run.h5\" --tokens ${SG_CLI_DATA}/tokens.h5 --batches 1 --threads 1 \
+--log-level quiet -o \"$d/scores.h5\"
+$<TARGET_FILE:sg-info> \"$d/scores.h5\" | grep arithmetic
+$<TARGET_FILE:sg-info> \"$d/run.h5\" | grep arithmetic
+$<TARGET_FILE:sg-info> --format json \"$d/scores.h5\" | ${SG_PYTHON} -c 'import json, sys; print(\"json:\", json.load(sys.stdin)[\"provenance\"][\"arithmetic\"])'")
+set_tests_properties("cli: sg-eval and sg-train record the arithmetic: device, threads, the run's loss plan" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "  arithmetic +cpu \\([^)\n]+\\), 1 thread; loss plan 16:plain:portable, the run's own\n  arithmetic +cpu \\([^)\n]+\\), 1 thread; loss plan 16:plain:portable\njson: cpu \\(")
