@@ -56,8 +56,8 @@ void run(const Options& options, const std::string& command_line) {
   tokenize.tokenizer_name = tokenizer.identity().kind == "gpt2" ? "gpt2" : vocab;
   tokenize.corpus.text_field = options.text_field;
   tokenize.corpus.stdin_jsonl = options.jsonl;
-  auto inputs = files;
-  inputs.push_back(vocab);
+  auto inputs = files;  // the vocabulary's files are hashed one by one (a folder is no file to hash)
+  for (const auto& file : sg::vocabulary_files(vocab)) inputs.push_back(file);
   const auto provenance = sg::make_provenance("sg-tokenize", command_line, inputs,
                                               "val_tokens=" + std::to_string(options.val_tokens));
   const auto summary = sg::tokenize_corpus(options.inputs, tokenizer, tokenize, [&](sg::TokenWriter& writer) {

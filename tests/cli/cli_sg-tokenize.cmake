@@ -73,3 +73,19 @@ cat corpus/a.txt | $tok - corpus/nul.txt --vocab \"$v\" -o out.h5 --force 2>&1 |
 set_tests_properties("cli: sg-tokenize refuses binary input and skips it in a folder, naming it" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "error: [^\n]*cli-data/tokens.h5: not text \\(an HDF5 file\\)\nexit 3\n[^\n]*error: corpus/shard.parquet: not text \\(a Parquet file\\)\nexit 3\n[^\n]*error: corpus/nul.txt: not text \\(a NUL byte\\)\nexit 3\n[^\n]*error: corpus/latin1.txt: not text \\(invalid UTF-8\\)\nexit 3\n[^\n]*error: corpus/notes.txt.gz: not text \\(a gzip file\\)\nexit 3\n[^\n]*skipped 5 of 7 files, not text: invalid UTF-8 \\(1\\): corpus/latin1.txt; a gzip file \\(1\\): corpus/notes.txt.gz; a NUL byte \\(1\\): corpus/nul.txt; an HDF5 file \\(1\\): corpus/run.h5; a Parquet file \\(1\\): corpus/shard.parquet\n[^\n]*: 2 documents, [^\n]*\nexit 0\n[^\n]*error: corpus/nul.txt: not text")
+
+# A vocabulary folder is no file to hash: the files sg-tokenize reads in it are its inputs, each
+# with its SHA-256 in the provenance (here the folder's tokenizer.json, hashed again by Python).
+add_test(NAME "cli: sg-tokenize --vocab FOLDER records the SHA-256 of the vocabulary file it reads"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/inject/small-vocab'; o='${SG_CLI_DATA}/tokenize-folder.h5'
+$<TARGET_FILE:sg-tokenize> ${SG_CORPUS}/introduction.rst.txt --vocab \"$d\" --val-tokens 200 --log-level quiet -o \"$o\" --force
+$<TARGET_FILE:sg-info> --format json \"$o\" | ${SG_PYTHON} -c '
+import hashlib, json, sys
+inputs = json.load(sys.stdin)[\"provenance\"][\"inputs\"]
+for i in inputs:
+    if i[\"path\"].endswith(\"tokenizer.json\"):
+        print(\"tokenizer.json\", \"sha256 matches\" if i[\"sha256\"] == hashlib.sha256(open(i[\"path\"], \"rb\").read()).hexdigest() else \"sha256 differs\")
+print(len(inputs), \"inputs\")'")
+set_tests_properties("cli: sg-tokenize --vocab FOLDER records the SHA-256 of the vocabulary file it reads" PROPERTIES
+  FIXTURES_REQUIRED sg_inject_small_vocab
+  PASS_REGULAR_EXPRESSION "tokenizer.json sha256 matches\n2 inputs")
