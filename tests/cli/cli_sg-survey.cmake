@@ -94,3 +94,20 @@ echo \"exit $?\"; ${survey} $d --text ${SG_SURVEY_TEXT} --vocab ${SG_GPT2_VOCAB}
 set_tests_properties("cli: a config.json nested 200,000 levels deep is exit 3 naming it in sg-sample, sg-eval and sg-survey"
                      PROPERTIES FIXTURES_REQUIRED sg_survey_model
                      PASS_REGULAR_EXPRESSION "sg-sample: error: [^\n]*deep/config.json: JSON nested deeper than 64 levels\nhint: [^\n]*\nexit 3\nsg-eval: error: [^\n]*deep/config.json: JSON nested deeper than 64 levels\nhint: [^\n]*\nexit 3\nsg-survey: error: [^\n]*deep/config.json: JSON nested deeper than 64 levels\nhint: [^\n]*\nexit 3")
+
+# A checkpoint folder whose weights are a FIFO (no writer) or a character device: sg-survey,
+# sg-eval and sg-sample refuse it at once by name (exit 3), never wait on it, never call it empty.
+add_test(NAME "cli: a checkpoint folder's weights as a FIFO or a device are refused at once by the model tools"
+         COMMAND bash -c "set -uo pipefail; d='${SG_SURVEY_DATA}/fifo-weights'; rm -rf \"$d\"; mkdir -p \"$d\"
+for f in config.json vocab.json merges.txt; do cp '${SG_SURVEY_DATA}/tiny-gpt2/'$f \"$d/\" 2>/dev/null || true; done
+cp '${SG_SURVEY_DATA}/tiny-gpt2/'tokenizer.json \"$d/\" 2>/dev/null || true
+mkfifo \"$d/model.safetensors\"
+timeout 30 ${survey} \"$d\" --text ${SG_SURVEY_TEXT} -o - >/dev/null 2>\"$d/survey.err\"; echo \"survey exit $?\"
+timeout 30 $<TARGET_FILE:sg-eval> \"$d\" --task wikitext --wikitext ${SG_SURVEY_TEXT} -o - >/dev/null 2>\"$d/eval.err\"; echo \"eval exit $?\"
+timeout 30 $<TARGET_FILE:sg-sample> \"$d\" --prompt Hello -n 2 >/dev/null 2>\"$d/sample.err\"; echo \"sample exit $?\"
+grep -h -o 'model.safetensors: a FIFO' \"$d\"/*.err | sort | uniq -c | sed 's/^ *//'
+rm \"$d/model.safetensors\"; ln -s /dev/zero \"$d/model.safetensors\"
+timeout 30 ${survey} \"$d\" --text ${SG_SURVEY_TEXT} -o - 2>&1 >/dev/null | grep -o 'model.safetensors[^:]*: a character device'")
+set_tests_properties("cli: a checkpoint folder's weights as a FIFO or a device are refused at once by the model tools" PROPERTIES
+  FIXTURES_REQUIRED sg_survey_model
+  PASS_REGULAR_EXPRESSION "survey exit 3\neval exit 3\nsample exit 3\n3 model.safetensors: a FIFO\nmodel.safetensors[^\n]*: a character device")
