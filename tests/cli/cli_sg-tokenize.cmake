@@ -77,7 +77,8 @@ set_tests_properties("cli: sg-tokenize refuses binary input and skips it in a fo
 # A vocabulary folder is no file to hash: the files sg-tokenize reads in it are its inputs, each
 # with its SHA-256 in the provenance (here the folder's tokenizer.json, hashed again by Python).
 add_test(NAME "cli: sg-tokenize --vocab FOLDER records the SHA-256 of the vocabulary file it reads"
-         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/inject/small-vocab'; o='${SG_CLI_DATA}/tokenize-folder.h5'
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/tokenize-folder'; o=\"$d.h5\"
+${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_reference.py pythia \"$d\"
 $<TARGET_FILE:sg-tokenize> ${SG_CORPUS}/introduction.rst.txt --vocab \"$d\" --val-tokens 200 --log-level quiet -o \"$o\" --force
 $<TARGET_FILE:sg-info> --format json \"$o\" | ${SG_PYTHON} -c '
 import hashlib, json, sys
@@ -87,5 +88,4 @@ for i in inputs:
         print(\"tokenizer.json\", \"sha256 matches\" if i[\"sha256\"] == hashlib.sha256(open(i[\"path\"], \"rb\").read()).hexdigest() else \"sha256 differs\")
 print(len(inputs), \"inputs\")'")
 set_tests_properties("cli: sg-tokenize --vocab FOLDER records the SHA-256 of the vocabulary file it reads" PROPERTIES
-  FIXTURES_REQUIRED sg_inject_small_vocab
   PASS_REGULAR_EXPRESSION "tokenizer.json sha256 matches\n2 inputs")
