@@ -5,11 +5,13 @@
 // curves, rewritten atomically every checkpoint_interval steps and at the end. The recipe is
 // App. A's: AdamW (0.9, 0.95), warm-up then cosine from lr_peak to lr_min at the last step,
 // weight decay 0.1 on tensors of dimension >= 2 except the arm parameters, clipping at 1,
-// bf16 autocast on CUDA. Runs with the same seed see the same batches whatever their arm.
+// bf16 autocast on CUDA (--precision bf16 on a CPU with bf16 matrix units, float32 there by
+// default). Runs with the same seed see the same batches whatever their arm.
 //
 // Examples:
 //   sg-train --tokens data/tokens.h5 --tier small --arm combo2 --seed 0 -o runs/small-combo2-0.h5
 //   sg-train --tokens data/tokens.h5 --tier 124M --arm sinklogit --device cuda -o run.h5 --set micro_batch=16 --set accumulation=2
+//   sg-train --tokens data/tokens.h5 --tier cpu --precision bf16 -o run.h5   # CPU bf16 (AVX512-BF16, AMX)
 //   sg-train --tokens data/tokens.h5 -o run.h5 --resume          # continue a stopped run
 #include <algorithm>
 #include <iomanip>
@@ -35,6 +37,7 @@ struct Options {
   std::string tier = "small";
   std::string arm = "baseline";
   std::vector<std::string> overrides;
+  std::string precision;  // --precision: the field precision ("" leaves it to --set, --config or the default)
   bool resume = false;
   bool allow_other_tokens = false;
   int64_t stop_after = 0;
@@ -64,6 +67,7 @@ sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& pars
   if (parser.given("--seed")) asked.seed = options.common.seed;
   if (!options.common.config.empty()) sg::load_config_file(asked, options.common.config);
   sg::apply_overrides(asked, options.overrides);
+  if (!options.precision.empty()) asked.train.precision = sg::parse_precision(options.precision);
   std::string differences;
   auto sorted = [](std::vector<std::pair<std::string, std::string>> labels) {
     std::sort(labels.begin(), labels.end());
@@ -119,6 +123,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
     config.model.vocab_size = sg::model_vocab_size(sg::TokenFile::read_info(options.tokens));
     if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
     sg::apply_overrides(config, options.overrides);
+    if (!options.precision.empty()) config.train.precision = sg::parse_precision(options.precision);
     config.model.validate();
     config.train.validate();
   }
@@ -170,7 +175,11 @@ int main(int argc, char** argv) {
   parser.option("--set", options.overrides,
                 "override a field, key=value (repeatable): n_layer n_head n_embd block_size vocab_size gate_beta "
                 "micro_batch accumulation iterations warmup lr_peak lr_min weight_decay beta1 beta2 grad_clip "
-                "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval loss_plan");
+                "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval loss_plan precision");
+  parser.option("--precision", options.precision,
+                "auto (the default: float32 on a CPU, bf16 autocast on a GPU), float32, or bf16 (on a CPU with "
+                "AVX512-BF16 or AMX: bf16 matrix products, float32 master weights, moments, gates, norms and "
+                "softmax statistics); recorded in the run file, kept by --resume (the field precision)");
   parser.option("--label", options.labels,
                 "KEY=VALUE carried as a key column into every result table made from the run (repeatable; "
                 "run=NAME names the run in place of its file)");
@@ -193,7 +202,7 @@ int main(int argc, char** argv) {
   parser.footer("The loss plan (--set loss_plan=…): auto (the default) chooses the CPU loss's chunk rows, products "
                 "and softmax-row kernel for this machine (measured once per machine and shape, cached in "
                 "~/.cache/sinkgate/loss-chunks.tsv); ROWS:PRODUCTS[:ROW_KERNEL] fixes it, e.g. 2048:avx512 or "
-                "1024:plain:portable (PRODUCTS plain, packed or avx512; ROW_KERNEL avx512f, avx2 or portable, left "
+                "1024:plain:portable (PRODUCTS plain, packed or avx512, or bf16 in a bf16 run; ROW_KERNEL avx512f, avx2 or portable, left "
                 "out: the best this CPU runs, as SINKGATE_CPU_KERNELS allows). The plan is recorded in the run file and kept by --resume, so a run "
                 "continues with the arithmetic it started with; --resume --set loss_plan=… replaces it, with a "
                 "warning (not bitwise identical to an uninterrupted run). "

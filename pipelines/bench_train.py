@@ -10,11 +10,16 @@ vocabulary of 50,257) and the same number of threads:
                   glibc.malloc.trim_threshold=T for each T of --trim-thresholds (the best counts);
   sg-train ARM    build/bin/sg-train --tier cpu --arm ARM, with GLIBC_TUNABLES removed from its
                   environment: what a user who sets nothing gets;
+  … bf16          with --precisions float32,bf16 (the default where the CPU has AVX512-BF16 or
+                  AMX-BF16): eager under torch.autocast("cpu", torch.bfloat16) (the peer: PyTorch's
+                  own bf16 mixed precision, in every malloc setting eager runs in) and
+                  sg-train --precision bf16 for every arm;
   fp32 peak       the best torch.mm rate (square fp32 matrices, same threads): the machine's
                   attainable fp32 matmul peak, against which the model FLOP/s are set (and one
                   core's, per CPU second, for --cpu-time). Where MKL runs narrower kernels than
                   the CPU can (256-bit on AMD's Zen 5), sg-train's own AVX-512 products outrun it
                   and "% peak" passes 100; build/bin/bench_cpu_kernels prints the FMA peak.
+  bf16 peak       the same in bf16 (oneDNN: AMX or AVX512-BF16), the peak of the bf16 rows.
 Eager draws its batches as sg-train does, random context windows of the same token file's
 training split (the tokens do not change the work, only its realism). Step times: sg-train's from
 its run file (curves/tokens_per_second, one value per optimizer step, timing the step only),
@@ -24,8 +29,8 @@ and the reported figure is the median over rounds. Model FLOPs per token (PaLM's
 matrix counted whole):
   6 * (12 L C^2 + V C) + 12 L C T       (L layers, width C, vocabulary V, context T)
 The load average is recorded around every measurement: on a shared machine read the figures
-with it. Above every table: the CPU's model name and flags (lscpu's), its caches, ATen's CPU
-capability and the loss plan sg-train cached for this shape (lib/kernels/loss_tuning.h; a run of
+with it. Above every table: the CPU's model name and flags (lscpu's), its bf16 features, its
+caches, ATen's CPU capability and the loss plans sg-train cached for this shape (lib/kernels/loss_tuning.h; a run of
 one step before the rounds lets sg-train measure it untimed). --cpu-time adds core-seconds (user + system) per step, which other processes disturb
 far less than wall-clock time: eager's from its steps, sg-train's as the difference between a
 run of --steps and one of --skip steps (start-up, evaluation and saving cancel). With more than
@@ -38,6 +43,7 @@ Run it with the project's Python (torch, numpy, h5py) from the repository root:
   ... pipelines/bench_train.py --threads 1 --rounds 3 --cpu-time         # a machine others load
   ... pipelines/bench_train.py --arms baseline,combo2 --no-eager      # arm overheads only
   ... pipelines/bench_train.py --arms keygate,outgate,outgate-elem --no-eager   # the gates beyond the paper
+  ... pipelines/bench_train.py --rounds 3 --precisions float32,bf16   # CPU bf16 against fp32 and eager autocast
 """
 import argparse
 import json
@@ -98,9 +104,9 @@ def machine():
     return info
 
 
-def loss_plan(args):
-    """sg-train's cached CPU loss plan for tier cpu on --threads threads (lib/kernels/loss_tuning.h),
-    or None: '<chunk rows> <packed|plain>' and the fast paths that ran."""
+def loss_plan(args, bf16=False):
+    """sg-train's cached CPU loss plan for tier cpu on --threads threads (lib/kernels/loss_tuning.h;
+    with bf16, a bf16 run's), or None: '<chunk rows> <products>' and the fast paths that ran."""
     cache = os.environ.get("SINKGATE_CACHE") or (os.path.join(os.environ["XDG_CACHE_HOME"], "sinkgate")
                                                  if os.environ.get("XDG_CACHE_HOME") else
                                                  os.path.expanduser("~/.cache/sinkgate"))
@@ -111,11 +117,19 @@ def loss_plan(args):
         with open(os.path.join(cache, "loss-chunks.tsv")) as f:
             for line in f:
                 fields = line.rstrip("\n").split("\t")
-                if len(fields) == 8 and fields[0] == machine()["model_name"] and fields[1:5] == key:
-                    found = f"{fields[6]} rows {fields[7]} ({fields[5]})"
+                if bf16 and (len(fields) != 9 or fields[6] != "bf16"):
+                    continue
+                if len(fields) == (9 if bf16 else 8) and fields[0] == machine()["model_name"] and fields[1:5] == key:
+                    found = f"{fields[-2]} rows {fields[-1]} ({fields[5]})"
     except OSError:
         pass
     return found
+
+
+def bf16_features(flags):
+    """The CPU's bf16 instructions by /proc/cpuinfo's names (what sg-train --precision bf16 needs)."""
+    have = set(flags.split())
+    return [name for name in ("amx_bf16", "amx_tile", "avx512_bf16") if name in have]
 
 
 def model_flops_per_token(s):
@@ -132,11 +146,11 @@ def worker_peak(args):
     threads, and FLOP per CPU second on one thread (a core's peak, which other load disturbs less)."""
     import torch
 
-    def best_rate(clock, sizes, budget):
+    def best_rate(clock, sizes, budget, dtype=torch.float32):
         best = 0.0
         for n in sizes:
-            a, b = torch.randn(n, n), torch.randn(n, n)
-            c = torch.empty(n, n)
+            a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+            c = torch.empty(n, n, dtype=dtype)
             torch.mm(a, b, out=c)
             flops = 2.0 * n ** 3
             for _ in range(max(5, int(budget / flops))):
@@ -147,9 +161,10 @@ def worker_peak(args):
 
     torch.set_num_threads(args.threads)
     wall = best_rate(time.perf_counter, (1024, 2048), 4e10)
+    bf16 = best_rate(time.perf_counter, (1024, 2048), 8e10, torch.bfloat16) if args.bf16_peak else None
     torch.set_num_threads(1)
     core = best_rate(time.process_time, (2048,), 2e10)
-    return {"flops_per_second": wall, "core_flops_per_cpu_second": core,
+    return {"flops_per_second": wall, "core_flops_per_cpu_second": core, "bf16_flops_per_second": bf16,
             "aten_cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
@@ -209,12 +224,16 @@ def worker_eager(args):
         stream = torch.from_numpy(f["tokens/train"][:].astype(np.int64))
     generator = torch.Generator().manual_seed(args.seed)
     seconds, cpu_seconds = [], []
+    # bf16: PyTorch's CPU mixed precision as its documentation gives it (fp32 master weights and
+    # AdamW, autocast around the forward pass and the loss).
+    precision = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.worker == "eager-bf16")
     for _ in range(args.steps):
         start, cpu_start = time.perf_counter(), time.process_time()
         offsets = torch.randint(0, stream.numel() - T - 1, (B,), generator=generator)
         windows = torch.stack([stream[o:o + T + 1] for o in offsets.tolist()])
         optimizer.zero_grad(set_to_none=True)
-        loss = model(windows[:, :-1].contiguous(), windows[:, 1:].contiguous())
+        with precision:
+            loss = model(windows[:, :-1].contiguous(), windows[:, 1:].contiguous())
         loss.backward()
         loss_value = loss.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -229,6 +248,8 @@ def worker_eager(args):
 def run_worker(kind, args, env):
     command = [args.python, os.path.abspath(__file__), "--worker", kind, "--threads", str(args.threads),
                "--steps", str(args.steps), "--tokens", args.tokens, "--seed", str(args.seed)]
+    if kind == "peak" and "bf16" in args.precision_list:
+        command.append("--bf16-peak")
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"bench_train: the {kind} worker failed (exit {done.returncode}):\n{done.stderr}")
@@ -243,13 +264,14 @@ def children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def sg_train_run(args, arm, env, workdir, steps):
-    """Runs sg-train for one arm; returns the seconds of every optimizer step (from its run file),
-    the process's CPU seconds (user + system) and the run's configuration."""
+def sg_train_run(args, arm, env, workdir, steps, precision="float32"):
+    """Runs sg-train for one arm in one precision; returns the seconds of every optimizer step (from
+    its run file), the process's CPU seconds (user + system) and the run's configuration."""
     import h5py
-    output = os.path.join(workdir, f"run-{arm}.h5")
+    output = os.path.join(workdir, f"run-{arm}-{precision}.h5")
     k = str(steps)
     command = [args.sg_train, "--tokens", args.tokens, "--tier", "cpu", "--arm", arm, "--seed", str(args.seed),
+               "--precision", precision,
                "-o", output, "--force", "--threads", str(args.threads), "--log-level", "quiet",
                "--set", f"iterations={k}", "--set", f"warmup={min(args.skip, 2, steps)}", "--set", f"eval_interval={k}",
                "--set", "eval_batches=1", "--set", "final_eval_batches=1", "--set", f"checkpoint_interval={k}"]
@@ -257,7 +279,7 @@ def sg_train_run(args, arm, env, workdir, steps):
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     cpu = children_cpu_seconds() - cpu
     if done.returncode != 0:
-        sys.exit(f"bench_train: sg-train --arm {arm} failed (exit {done.returncode}):\n{done.stderr}")
+        sys.exit(f"bench_train: sg-train --arm {arm} --precision {precision} failed (exit {done.returncode}):\n{done.stderr}")
     # sinkgate stores strings fixed-length: h5py gives them as bytes.
     text = lambda value: value.decode() if isinstance(value, bytes) else value
     with h5py.File(output, "r") as f:
@@ -289,6 +311,11 @@ def tokenize_default(args, workdir):
     return path
 
 
+def suffix_of(precision):
+    """The label suffix of a precision's configurations: none for float32, " bf16"."""
+    return "" if precision == "float32" else f" {precision}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -303,6 +330,9 @@ def main():
                         help="interleaved rounds; figures are medians over rounds (3 or more for figures to quote)")
     parser.add_argument("--arms", default=",".join(ARMS), help="sg-train arms (comma-separated; all-beyond: the nine and the gates beyond the "
                         "paper); baseline is always run")
+    parser.add_argument("--precisions", default=None,
+                        help="float32, bf16 or both (comma-separated); default: both where the CPU has AVX512-BF16 "
+                             "or AMX-BF16, else float32")
     parser.add_argument("--trim-thresholds", default="268435456,4294967296",
                         help="glibc.malloc.trim_threshold values tried for eager tuned (bytes, comma-separated)")
     parser.add_argument("--no-eager", action="store_true", help="skip PyTorch eager (arm overheads only)")
@@ -311,17 +341,27 @@ def main():
                              "difference against); steadier than wall-clock on a loaded machine")
     parser.add_argument("--seed", type=int, default=0, help="seed of the models and batches")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement as JSON ('-': stdout)")
-    parser.add_argument("--worker", choices=["eager", "peak"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["eager", "eager-bf16", "peak"], help=argparse.SUPPRESS)
+    parser.add_argument("--bf16-peak", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
-        result = worker_eager(args) if args.worker == "eager" else worker_peak(args)
+        result = worker_peak(args) if args.worker == "peak" else worker_eager(args)
         print(json.dumps(result))
         return
     if args.skip < 1 and args.cpu_time:
         parser.error("--cpu-time needs --skip >= 1")
     if args.steps <= args.skip:
         parser.error(f"--steps ({args.steps}) must exceed --skip ({args.skip})")
+    host = machine()
+    features = bf16_features(host["flags"])
+    if args.precisions is None:
+        args.precisions = "float32,bf16" if features else "float32"
+        if not features:
+            log("this CPU has no bf16 instructions (AVX512-BF16, AMX-BF16): float32 only")
+    args.precision_list = [p for p in dict.fromkeys(args.precisions.split(",")) if p]
+    if any(p not in ("float32", "bf16") for p in args.precision_list) or not args.precision_list:
+        parser.error(f"--precisions takes float32, bf16 or both, not {args.precisions}")
     requested = args.arms.replace("all-beyond", ",".join(ARMS + BEYOND_ARMS)).split(",")
     arms = ["baseline"] + list(dict.fromkeys(a for a in requested if a and a != "baseline"))
     thresholds = [int(t) for t in args.trim_thresholds.split(",") if t]
@@ -333,40 +373,47 @@ def main():
         sys.exit(f"bench_train: no sg-train at {args.sg_train} (build first, or give --sg-train)")
 
     plain = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}  # what a user who sets nothing has
-    configurations = []  # (label, kind, env or arm)
-    if not args.no_eager:
-        configurations.append(("eager default", "eager", plain))
-        for t in thresholds:
-            configurations.append((f"eager tuned trim={t}", "eager", dict(plain, GLIBC_TUNABLES=TUNED.format(t))))
-    configurations += [(f"sg-train {arm}", "sg-train", arm) for arm in arms]
+    configurations = []  # (label, kind, env or arm, precision)
+    for precision in args.precision_list:
+        suffix = suffix_of(precision)
+        eager = "eager" if precision == "float32" else "eager-bf16"
+        if not args.no_eager:
+            configurations.append((f"eager default{suffix}", eager, plain, precision))
+            for t in thresholds:
+                configurations.append((f"eager tuned trim={t}{suffix}", eager, dict(plain, GLIBC_TUNABLES=TUNED.format(t)),
+                                       precision))
+        configurations += [(f"sg-train {arm}{suffix}", "sg-train", arm, precision) for arm in arms]
 
     with tempfile.TemporaryDirectory(prefix="bench-train-") as workdir:
         args.tokens = args.tokens or tokenize_default(args, workdir)
         load_start = os.getloadavg()
-        log(f"{args.threads} threads, {args.steps} steps a run (first {args.skip} skipped), {args.rounds} rounds; "
-            f"load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} on {os.cpu_count()} CPUs")
-        # sg-train measures its CPU loss plan once per machine, threads and shape (loss_tuning.h),
-        # inside its first step: a run of one step first keeps that out of every timed run.
-        sg_train_run(args, "baseline", plain, workdir, 1)
+        log(f"{args.threads} threads, {args.steps} steps a run (first {args.skip} skipped), {args.rounds} rounds, "
+            f"{', '.join(args.precision_list)}; load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} "
+            f"on {os.cpu_count()} CPUs")
+        # sg-train measures its CPU loss plan once per machine, threads, shape and precision
+        # (loss_tuning.h), inside its first step: a run of one step first keeps that out of every timed run.
+        for precision in args.precision_list:
+            sg_train_run(args, "baseline", plain, workdir, 1, precision)
         peaks = [run_worker("peak", args, plain)]
-        runs = {label: [] for label, _, _ in configurations}
-        cpu_runs = {label: [] for label, _, _ in configurations}  # core-seconds per step, with --cpu-time
-        loads = {label: [] for label, _, _ in configurations}
+        runs = {label: [] for label, _, _, _ in configurations}
+        cpu_runs = {label: [] for label, _, _, _ in configurations}  # core-seconds per step, with --cpu-time
+        loads = {label: [] for label, _, _, _ in configurations}
         sg_config = {}
         for round_index in range(args.rounds):
             # Each round starts one configuration later, so that none always runs first (right
             # after the peak measurement, which was seen to slow the next run by up to 25 %).
             shift = round_index % len(configurations)
-            for label, kind, what in configurations[shift:] + configurations[:shift]:
+            for label, kind, what, precision in configurations[shift:] + configurations[:shift]:
                 before = load_average()
-                if kind == "eager":
-                    result = run_worker("eager", args, what)
+                if kind.startswith("eager"):
+                    result = run_worker(kind, args, what)
                     seconds = result["seconds"]
                     cpu_runs[label].append(statistics.mean(result["cpu_seconds"][args.skip:]))
                 else:
-                    seconds, cpu_long, sg_config = sg_train_run(args, what, plain, workdir, args.steps)
+                    seconds, cpu_long, config = sg_train_run(args, what, plain, workdir, args.steps, precision)
+                    sg_config = sg_config or config
                     if args.cpu_time:  # the steps after the first --skip, net of start-up, evaluation and saving
-                        _, cpu_short, _ = sg_train_run(args, what, plain, workdir, args.skip)
+                        _, cpu_short, _ = sg_train_run(args, what, plain, workdir, args.skip, precision)
                         cpu_runs[label].append((cpu_long - cpu_short) / (args.steps - args.skip))
                 loads[label].append((before + load_average()) / 2)
                 runs[label].append(seconds)
@@ -380,21 +427,24 @@ def main():
     tokens_per_step = SHAPE["micro_batch"] * SHAPE["block_size"]
     flops_token = model_flops_per_token(SHAPE)
     peak = max(p["flops_per_second"] for p in peaks)  # FLOP/s on --threads threads (wall clock)
+    bf16_peak = max((p.get("bf16_flops_per_second") or 0.0) for p in peaks) or None
     core_peak = max(p["core_flops_per_cpu_second"] for p in peaks)  # FLOP per CPU second of one core
+    precision_of = {label: precision for label, _, _, precision in configurations}
     rows = {}
     for label in runs:
         per_round = [median_after_skip(s, args.skip) for s in runs[label]]
         step = statistics.median(per_round)
-        rows[label] = {"seconds_per_step": step, "tokens_per_second": tokens_per_step / step,
+        own_peak = bf16_peak if precision_of[label] == "bf16" and bf16_peak else peak
+        rows[label] = {"precision": precision_of[label], "seconds_per_step": step, "tokens_per_second": tokens_per_step / step,
                        "cpu_seconds_per_step": statistics.median(cpu_runs[label]) if args.cpu_time else None,
                        "cpu_fraction_of_core_peak": (tokens_per_step * flops_token / statistics.median(cpu_runs[label])
                                                      / core_peak) if args.cpu_time else None,
                        "per_round_seconds": per_round, "steps_seconds": runs[label],
                        "per_round_cpu_seconds": cpu_runs[label] if args.cpu_time else None,
                        "load_average": statistics.median(loads[label]),
-                       "fraction_of_peak": tokens_per_step / step * flops_token / peak}
-    baseline = rows["sg-train baseline"]
-    for row in rows.values():
+                       "fraction_of_peak": tokens_per_step / step * flops_token / own_peak}
+    for row in rows.values():  # each precision's rows against its own sg-train baseline
+        baseline = rows[f"sg-train baseline{suffix_of(row['precision'])}"]
         row["relative_to_baseline"] = row["seconds_per_step"] / baseline["seconds_per_step"]
         if args.cpu_time:
             row["cpu_relative_to_baseline"] = row["cpu_seconds_per_step"] / baseline["cpu_seconds_per_step"]
@@ -405,16 +455,19 @@ def main():
     say(f"# CPU training throughput: tier cpu (L={SHAPE['n_layer']}, H={SHAPE['n_head']}, C={SHAPE['n_embd']}, "
           f"T={SHAPE['block_size']}, B={SHAPE['micro_batch']}, V={SHAPE['vocab_size']}), {args.threads} threads, "
           f"{args.steps} steps a run (median after {args.skip}), median of {args.rounds} interleaved rounds")
-    host = machine()
     aten = peaks[0].get("aten_cpu_capability", "unknown")
     plan = loss_plan(args)
+    plan_bf16 = loss_plan(args, bf16=True) if "bf16" in args.precision_list else None
     say(f"# CPU: {host['model_name']}; {host['cpus']} CPUs usable; caches {host['caches'] or 'unknown'}; "
-        f"ATen CPU capability {aten}; sg-train's loss plan: {plan or 'none cached'}")
+        f"ATen CPU capability {aten}; sg-train's loss plan: {plan or 'none cached'}"
+        + (f"; bf16: {plan_bf16 or 'none cached'}" if "bf16" in args.precision_list else ""))
+    say(f"# bf16 features: {', '.join(features) or 'none (no AVX512-BF16, no AMX-BF16)'}")
     say(f"# flags: {host['flags']}")
     say(f"# load average (1 min) {load_start[0]:.2f} at start, {load_end[0]:.2f} at end, on {os.cpu_count()} CPUs")
     say(f"# fp32 matmul peak (best torch.mm): {peak / 1e9:.1f} GFLOP/s on {args.threads} threads (wall clock), "
-          f"{core_peak / 1e9:.1f} GFLOP per CPU second on one core; model {flops_token / 1e6:.1f} MFLOP/token "
-          f"= 6(12LC^2 + VC) + 12LCT")
+          f"{core_peak / 1e9:.1f} GFLOP per CPU second on one core"
+          + (f"; bf16 matmul peak (best bf16 torch.mm): {bf16_peak / 1e9:.1f} GFLOP/s" if bf16_peak else "")
+          + f"; model {flops_token / 1e6:.1f} MFLOP/token = 6(12LC^2 + VC) + 12LCT")
     cpu_header = f" {'CPU s':>7} {'vs base':>8} {'% core':>7}" if args.cpu_time else ""
     say(f"{'configuration':<36} {'s/step':>8} {'spread':>7} {'tok/s':>8} {'GFLOP/s':>8} {'% peak':>7} "
           f"{'vs base':>8}{cpu_header} {'load':>5}")
@@ -426,7 +479,8 @@ def main():
               f"{row['tokens_per_second'] * flops_token / 1e9:8.1f} {100 * row['fraction_of_peak']:6.1f}% "
               f"{100 * (row['relative_to_baseline'] - 1):+7.1f}%{cpu} {row['load_average']:5.2f}")
     say("# s/step: median over rounds of each run's median step (wall clock); spread: (max - min) over rounds / "
-          "median; load: 1-minute load average around the runs")
+          "median; % peak: against its precision's torch.mm peak; vs base: against sg-train baseline of the same "
+          "precision; load: 1-minute load average around the runs")
     if any(row["fraction_of_peak"] > 1 for row in rows.values()):
         say("# % peak above 100: torch.mm (MKL) runs narrower kernels than this CPU can, and sg-train's loss runs "
             "its own AVX-512 products; build/bin/bench_cpu_kernels prints the CPU's FMA peak")
@@ -438,37 +492,52 @@ def main():
     summary = {}
     metrics = [("seconds_per_step", "wall clock", "per_round_seconds")] + (
         [("cpu_seconds_per_step", "CPU time", "per_round_cpu_seconds")] if args.cpu_time else [])
-    for key, name, rounds_key in metrics:
-        sg_labels = [label for label in rows if label.startswith("sg-train")]
-        slowest = max(sg_labels, key=lambda label: rows[label][key])
-        summary[key] = {"slowest_arm": slowest, "slowest_arm_overhead": rows[slowest][key] / baseline[key] - 1}
-        if not args.no_eager:
-            tuned = [label for label in rows if label.startswith("eager tuned")] or ["eager default"]
-            best = min(tuned, key=lambda label: rows[label][key])
-            summary[key].update({
-                "speedup_vs_eager_default": rows["eager default"][key] / baseline[key],
-                "speedup_vs_eager_tuned": rows[best][key] / baseline[key], "eager_tuned_best": best,
-                "eager_default_slowdown": rows["eager default"][key] / rows[best][key]})
-            # Paired by round: both measured minutes apart, so a slow spell of a shared host
-            # touches both sides of each ratio.
-            paired = [e / b for e, b in zip(rows[best][rounds_key], baseline[rounds_key])]
-            summary[key].update({"paired_speedups_vs_eager_tuned": paired,
-                                 "paired_speedup_vs_eager_tuned": statistics.median(paired)})
-            figures = summary[key]
-            say(f"{name}: sg-train baseline is {figures['speedup_vs_eager_default']:.2f}x eager default, "
-                  f"{figures['speedup_vs_eager_tuned']:.2f}x the best eager ({best}; target >= 1.10x); "
-                  f"eager default is {figures['eager_default_slowdown']:.2f}x slower than tuned")
-            say(f"{name}: round by round, best eager / sg-train baseline = "
-                  f"{', '.join(f'{r:.2f}' for r in paired)}; median {statistics.median(paired):.2f}x")
-        say(f"{name}: slowest arm {slowest} at {100 * summary[key]['slowest_arm_overhead']:+.1f}% vs baseline "
-              f"(target <= +5%)")
+    for precision in args.precision_list:
+        suffix = suffix_of(precision)
+        baseline = rows[f"sg-train baseline{suffix}"]
+        for key, name, rounds_key in metrics:
+            name_p = f"{name}{suffix}"
+            figures = summary.setdefault(precision, {}).setdefault(key, {})
+            sg_labels = [label for label in rows if label.startswith("sg-train") and rows[label]["precision"] == precision]
+            slowest = max(sg_labels, key=lambda label: rows[label][key])
+            figures.update({"slowest_arm": slowest, "slowest_arm_overhead": rows[slowest][key] / baseline[key] - 1})
+            if not args.no_eager:
+                default = f"eager default{suffix}"
+                tuned = [label for label in rows if label.startswith("eager tuned") and rows[label]["precision"] == precision]
+                best = min(tuned or [default], key=lambda label: rows[label][key])
+                # Paired by round: both measured minutes apart, so a slow spell of a shared host
+                # touches both sides of each ratio.
+                paired = [e / b for e, b in zip(rows[best][rounds_key], baseline[rounds_key])]
+                figures.update({
+                    "speedup_vs_eager_default": rows[default][key] / baseline[key],
+                    "speedup_vs_eager_tuned": rows[best][key] / baseline[key], "eager_tuned_best": best,
+                    "eager_default_slowdown": rows[default][key] / rows[best][key],
+                    "paired_speedups_vs_eager_tuned": paired, "paired_speedup_vs_eager_tuned": statistics.median(paired)})
+                target = ">= 1.10x" if precision == "float32" else ">= 1.5x"
+                say(f"{name_p}: sg-train baseline{suffix} is {figures['speedup_vs_eager_default']:.2f}x eager default{suffix}, "
+                      f"{figures['speedup_vs_eager_tuned']:.2f}x the best eager{suffix} ({best}; target {target}); "
+                      f"eager default is {figures['eager_default_slowdown']:.2f}x slower than tuned")
+                say(f"{name_p}: round by round, best eager / sg-train baseline = "
+                      f"{', '.join(f'{r:.2f}' for r in paired)}; median {statistics.median(paired):.2f}x")
+            if precision != "float32" and "sg-train baseline" in rows:
+                fp32 = rows["sg-train baseline"]
+                paired = [f / b for f, b in zip(fp32[rounds_key], baseline[rounds_key])]
+                figures.update({"speedup_vs_sg_train_float32": fp32[key] / baseline[key],
+                                "paired_speedups_vs_sg_train_float32": paired})
+                say(f"{name_p}: sg-train baseline{suffix} is {fp32[key] / baseline[key]:.2f}x sg-train baseline float32 "
+                    f"(target >= 1.5x); round by round {', '.join(f'{r:.2f}' for r in paired)}; "
+                    f"median {statistics.median(paired):.2f}x")
+            say(f"{name_p}: slowest arm {slowest} at {100 * figures['slowest_arm_overhead']:+.1f}% vs baseline{suffix} "
+                  f"(target <= +5%)")
     if args.json:
         document = {"shape": SHAPE, "threads": args.threads, "steps": args.steps, "skip": args.skip,
                     "rounds": args.rounds, "cpu_time": args.cpu_time, "flops_per_token": flops_token,
-                    "fp32_peak_flops_per_second": peak, "fp32_core_peak_flops_per_cpu_second": core_peak,
+                    "precisions": args.precision_list, "bf16_features": features,
+                    "fp32_peak_flops_per_second": peak, "bf16_peak_flops_per_second": bf16_peak,
+                    "fp32_core_peak_flops_per_cpu_second": core_peak,
                     "peaks": peaks, "load_average_start": load_start, "load_average_end": load_end,
                     "sg_train_config": {k: str(v) for k, v in sg_config.items()}, "rows": rows, "summary": summary,
-                    "machine": dict(host, aten_cpu_capability=aten), "loss_plan": plan}
+                    "machine": dict(host, aten_cpu_capability=aten), "loss_plan": plan, "loss_plan_bf16": plan_bf16}
         text = json.dumps(document, indent=1)
         if args.json == "-":
             print(text)

@@ -28,13 +28,17 @@ MeasuringPlan measuring_loss_plan(const RunConfig& config, const torch::Device& 
                           !spec.row_kernel.empty()   ? spec.row_kernel
                           : has_exp_shifted_rows()   ? exp_shifted_rows_isa()
                                                      : "portable"};
-  const std::string missing = loss_plan_missing(recorded);
+  // A bf16 run's plan: it is measured in float32, where its products run as plain float32 ones.
+  const bool from_bf16 = recorded.products == LossProducts::bf16;
+  const LossPlan wanted = from_bf16 ? LossPlan{recorded.chunk_rows, LossProducts::plain, recorded.row_kernel} : recorded;
+  const std::string own = from_bf16 ? ", the bf16 run's " + loss_plan_text(recorded) + " in float32" : ", the run's own";
+  const std::string missing = loss_plan_missing(wanted);
   if (missing.empty()) {
-    out.plan = recorded;
-    out.text = loss_plan_text(recorded) + ", the run's own";
+    out.plan = wanted;
+    out.text = loss_plan_text(wanted) + own;
     return out;
   }
-  out.plan = runnable_loss_plan(recorded);
+  out.plan = runnable_loss_plan(wanted);
   out.replaced = true;
   out.text = loss_plan_text(out.plan) + " in place of the run's " + loss_plan_text(recorded) + " (this machine has no " +
              missing + ")";

@@ -7,11 +7,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
 #include <dlfcn.h>
 #include <immintrin.h>
 
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -219,7 +221,71 @@ __attribute__((target("avx2,fma"))) double exp_shifted_row_avx2(float* x, int64_
   return sum;
 }
 
+// bf16 rows: 16 bf16 values widened to float32 exactly (a bf16 is the high half of a float32).
+__attribute__((target("avx512f"), always_inline)) inline __m512 load_bf16(const uint16_t* p) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+}
+
+__attribute__((target("avx512f,avx512bf16"), always_inline)) inline void store_bf16(uint16_t* p, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+}
+
+float bf16_to_float(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) double exp_shifted_row_bf16(uint16_t* x, int64_t n, float* rowmax) {
+  const int64_t wide = n / 64 * 64;
+  __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  for (int64_t i = 0; i < wide; i += 64) {
+    m0 = _mm512_max_ps(m0, load_bf16(x + i));
+    m1 = _mm512_max_ps(m1, load_bf16(x + i + 16));
+    m2 = _mm512_max_ps(m2, load_bf16(x + i + 32));
+    m3 = _mm512_max_ps(m3, load_bf16(x + i + 48));
+  }
+  float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+  for (int64_t i = wide; i < n; ++i) m = std::max(m, bf16_to_float(x[i]));
+  *rowmax = m;
+  const __m512 shift = _mm512_set1_ps(m);
+  double sum = 0.0;
+  for (int64_t start = 0; start < wide; start += 2048) {
+    const int64_t end = std::min(wide, start + 2048);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (int64_t i = start; i < end; i += 32) {
+      const __m512 e0 = exp_shifted(load_bf16(x + i), shift);
+      const __m512 e1 = exp_shifted(load_bf16(x + i + 16), shift);
+      store_bf16(x + i, e0);
+      store_bf16(x + i + 16, e1);
+      s0 = _mm512_add_ps(s0, e0);
+      s1 = _mm512_add_ps(s1, e1);
+    }
+    sum += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
+  }
+  for (int64_t i = wide; i < n; ++i) {
+    const float e = std::exp(bf16_to_float(x[i]) - m);
+    x[i] = c10::BFloat16(e).x;  // to nearest even
+    sum += static_cast<double>(e);
+  }
+  return sum;
+}
+
 }  // namespace
+
+bool cpu_has_bf16_rows() {
+  static const bool has = __builtin_cpu_supports("avx512bf16") && cpu_has_avx512();
+  return has;
+}
+
+void exp_shifted_rows_bf16(uint16_t* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {
+  if (!cpu_has_bf16_rows()) throw std::logic_error("exp_shifted_rows_bf16: the CPU has no AVX512-BF16");
+  at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) sums[r] = exp_shifted_row_bf16(x + r * stride, n, rowmax + r);
+  });
+}
 
 void enable_cpu_kernels(bool enabled) { kernels_enabled() = enabled; }
 
@@ -265,6 +331,24 @@ std::vector<std::string> exp_shifted_rows_kernels() {
   if (cpu_has_avx512()) kernels.push_back("avx512f");
   if (cpu_has_avx2()) kernels.push_back("avx2");
   return kernels;
+}
+
+std::vector<std::string> cpu_bf16_features() {
+  static const bool amx = __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile");
+  static const bool avx512_bf16 = __builtin_cpu_supports("avx512bf16") && cpu_has_avx512();
+  std::vector<std::string> features;
+  if (capped_at_avx2()) return features;
+  if (amx) features.push_back("amx-bf16");
+  if (avx512_bf16) features.push_back("avx512-bf16");
+  return features;
+}
+
+std::string cpu_bf16_missing() {
+  if (!cpu_bf16_features().empty()) return "";
+  if (capped_at_avx2())
+    return "the CPU kernels are capped at AVX2 (" + sinkgate_env_name("CPU_KERNELS") +
+           "=avx2), which masks AVX512-BF16 and AMX-BF16";
+  return "the CPU (" + cpu_model_name() + ") has neither AVX512-BF16 nor AMX-BF16";
 }
 
 std::string cpu_model_name() {

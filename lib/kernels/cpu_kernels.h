@@ -65,6 +65,15 @@ bool cpu_has_row_kernel(const std::string& isa);
 /// at AVX2), none when the fast paths are off: to test or time each of them.
 std::vector<std::string> exp_shifted_rows_kernels();
 
+/// The bf16 matrix instructions this CPU has, best first: "amx-bf16" (AMX tiles), "avx512-bf16"
+/// (AVX512-BF16's vdpbf16ps). None where it has neither, or where SINKGATE_CPU_KERNELS=avx2 (or
+/// limit_cpu_kernels_to_avx2) caps the CPU at AVX2: the bf16 training path then refuses to run, as
+/// on a CPU without them, rather than emulate bf16 products at a fraction of float32's speed.
+std::vector<std::string> cpu_bf16_features();
+
+/// "" where cpu_bf16_features() has one; else the error's sentence naming what is missing.
+std::string cpu_bf16_missing();
+
 /// What /proc/cpuinfo calls this CPU ("model name"), or "unknown CPU".
 std::string cpu_model_name();
 
@@ -79,5 +88,16 @@ std::string cpu_model_name();
 /// the order of the additions.
 void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums,
                       const std::string& isa = "");
+
+/// Whether exp_shifted_rows_bf16 can run here: the CPU has AVX512-BF16 (the switches aside).
+bool cpu_has_bf16_rows();
+
+/// exp_shifted_rows on bf16 rows in place (a CPU bf16 run's logits, as the bf16 products give
+/// them): each element read as float32 (exactly), its shifted exponential computed in float32 by
+/// the AVX-512 kernel's arithmetic and written back rounded to bf16 (to nearest even, AVX512-BF16's
+/// vcvtneps2bf16, which flushes subnormal results to zero); rowmax and sums as there, the sums over
+/// the float32 exponentials before rounding. One pass less than widening the logits to float32 and
+/// narrowing the exponentials back. Throws std::logic_error where !cpu_has_bf16_rows().
+void exp_shifted_rows_bf16(uint16_t* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums);
 
 }  // namespace sg

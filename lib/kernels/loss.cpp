@@ -108,6 +108,15 @@ std::pair<torch::Tensor, torch::Tensor> exp_rows(torch::Tensor& logits, int64_t 
   return {rowmax, sums};
 }
 
+/// The same on bf16 logits in place (exp_shifted_rows_bf16): E in bf16, ready for the bf16 products.
+std::pair<torch::Tensor, torch::Tensor> exp_rows_bf16(torch::Tensor& logits, int64_t n, int64_t vocab) {
+  auto rowmax = torch::empty({n, 1}, logits.options().dtype(torch::kFloat));
+  auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
+  exp_shifted_rows_bf16(reinterpret_cast<uint16_t*>(logits.data_ptr<at::BFloat16>()), n, vocab, vocab,
+                        rowmax.data_ptr<float>(), sums.data_ptr<double>());
+  return {rowmax, sums};
+}
+
 // Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
 //   loss     = sum_rows (rowmax + log s - logit[target]) / N
 //   dhidden  = (E W) / (s N)  -  W[target] / N                   (row scaling after the product)
@@ -136,7 +145,16 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     // from hidden, and every product below is a plain, cast, matmul.
     const auto device_type = hidden.device().type();
     const bool autocast = math == torch::kFloat && at::autocast::is_autocast_enabled(device_type);
-    const auto low = autocast ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
+    // Autocast's products are plain, cast, matmuls below (autocast itself is kept out of the
+    // loop, so that the float32 products of a fixed plan stay float32 under it).
+    const bool cpu_float_inputs =
+        hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
+    const bool fixed = row_kernel != kRowsBySwitches;
+    const auto named_products = static_cast<LossProducts>(products);
+    const bool float_products_named = named_products == LossProducts::packed || named_products == LossProducts::avx512;
+    const bool cpu_float = cpu_float_inputs && (!autocast || (fixed && float_products_named));
+    const auto low = autocast && !cpu_float ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     torch::Tensor grad_hidden, grad_weight;
     const auto weight_m = weight.to(math);
     const auto weight_h = weight.to(low);  // cast once, not per chunk
@@ -146,13 +164,16 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     }
     // CPU float32: the fast paths of lib/cpu_kernels and lib/cpu_gemm where they run. Packed, the
     // weight is packed once for every chunk and both products that read it; the AVX-512 products
-    // pack their blocks themselves; max, exp and sum are one pass over each row.
+    // pack their blocks themselves; max, exp and sum are one pass over each row (float32 logits,
+    // whatever the products' dtype).
     // A fixed plan (a named row kernel) runs the paths it names wherever the CPU has them.
-    const bool cpu_float =
-        !autocast && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
-    const bool fixed = row_kernel != kRowsBySwitches;
     const std::string rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
-    const bool fused_rows = cpu_float && (fixed ? !rows_isa.empty() && cpu_has_row_kernel(rows_isa) : has_exp_shifted_rows());
+    const bool fused_rows =
+        cpu_float_inputs && (fixed ? !rows_isa.empty() && cpu_has_row_kernel(rows_isa) : has_exp_shifted_rows());
+    // bf16 products on the CPU with the AVX-512 rows: the rows read the bf16 logits and write bf16
+    // E in place (no float32 logits, no cast of E), where the CPU has AVX512-BF16 (a bf16 run's does).
+    const bool bf16_rows = fused_rows && low == torch::kBFloat16 && cpu_has_bf16_rows() &&
+                           (fixed ? rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
     const int64_t width = hidden.size(1);
     ChunkProducts paths;
     paths.width = width;
@@ -177,9 +198,9 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       const int64_t end = std::min(rows, begin + chunk_rows), n = end - begin;
       const auto h = hidden.index({Slice(begin, end)});
       const auto t = targets.index({Slice(begin, end)});
-      torch::Tensor logits = paths.logits(h, n);  // (n, V)
-      const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1);
-      const auto [rowmax, sums] = exp_rows(logits, n, vocab, fused_rows, rows_isa);
+      torch::Tensor logits = bf16_rows ? torch::matmul(h.to(low), weight_h.t()) : paths.logits(h, n);  // (n, V)
+      const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1).to(math);
+      const auto [rowmax, sums] = bf16_rows ? exp_rows_bf16(logits, n, vocab) : exp_rows(logits, n, vocab, fused_rows, rows_isa);
       const auto& e = logits;
       total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
       if (!need_grad) continue;
@@ -242,6 +263,7 @@ const char* loss_products_name(LossProducts products) {
     case LossProducts::plain: return "plain";
     case LossProducts::packed: return "packed";
     case LossProducts::avx512: return "avx512";
+    case LossProducts::bf16: return "bf16";
   }
   return "plain";
 }

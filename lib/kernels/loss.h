@@ -12,9 +12,10 @@ enum class LossProducts {
   plain,   // torch::mm, which packs the weight inside each product
   packed,  // MKL's packed GEMM (cpu_kernels.h), the weight packed once a call for every chunk
   avx512,  // the loss's own AVX-512 product (cpu_gemm.h): for CPUs where MKL runs narrower kernels
+  bf16,    // under CPU bf16 autocast: torch::mm in bf16 (oneDNN: AMX or AVX512-BF16, float32 accumulation)
 };
 
-/// "plain", "packed" or "avx512".
+/// "plain", "packed", "avx512" or "bf16".
 const char* loss_products_name(LossProducts products);
 
 /// How the loss runs: rows of logits a chunk (0: automatic, as below) and, for CPU float32, what
@@ -24,6 +25,10 @@ const char* loss_products_name(LossProducts products);
 /// wherever the CPU has them, whatever the switches, so that the same plan gives the same
 /// arithmetic in every process (a run records its plan, loss_tuning.h's fixed_loss_plan). Either
 /// way, a path the CPU lacks (no MKL, no AVX-512F, no AVX2) runs as plain products or portable rows.
+/// Under bf16 autocast the products run in bf16 (as cuBLAS or oneDNN run them, bf16 logits), unless
+/// a fixed plan names float32 products of the CPU (packed, avx512); outside autocast bf16 products
+/// run as plain float32 ones (a bf16 run's float32 validation). On the CPU the softmax rows are
+/// float32 either way, and take the row kernel the plan or the switches give.
 struct LossPlan {
   int64_t chunk_rows = 0;
   LossProducts products = LossProducts::packed;

@@ -2,6 +2,7 @@
 #include "lib/kernels/loss_tuning.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -42,6 +43,23 @@ std::string fast_paths() {
   if (PackedRightOperand::available()) paths += paths.empty() ? "mkl-packed" : "+mkl-packed";
   if (has_avx512_gemm()) paths += paths.empty() ? "avx512-gemm" : "+avx512-gemm";
   return paths.empty() ? "portable" : paths;
+}
+
+/// The plans measured for the loss under CPU bf16 autocast: bf16 products (the reference in the
+/// fixed rule's chunk, then the chunk candidates) and, where the CPU has AVX-512F, the loss's own
+/// float32 AVX-512 products in the long chunks; each with the best row kernel named (a fixed plan,
+/// so that float32 products stay float32 under autocast).
+std::vector<LossPlan> bf16_plan_candidates(int64_t rows, int64_t vocab) {
+  const std::string rows_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
+  const int64_t reference_rows = std::min(rows, default_loss_chunk_rows(vocab));
+  std::vector<LossPlan> plans{{reference_rows, LossProducts::bf16, rows_kernel}};
+  const auto chunks = loss_chunk_candidates(rows, vocab);
+  for (const int64_t n : chunks)
+    if (n != reference_rows) plans.push_back({n, LossProducts::bf16, rows_kernel});
+  if (has_avx512_gemm())
+    for (const int64_t n : chunks)
+      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512, rows_kernel});
+  return plans;
 }
 
 /// The cached plan for `key` (a tab-joined line prefix; the last line of it wins), or none.
@@ -92,8 +110,21 @@ double median(std::vector<double> values) {
 
 /// Measures the candidates (the reference first) on `rows` random rows and returns the chosen
 /// one's index (see the file comment); `report` gets every time.
-size_t measure(const std::vector<LossPlan>& candidates, int64_t rows, int64_t width, int64_t vocab, std::string& report) {
+size_t measure(const std::vector<LossPlan>& candidates, int64_t rows, int64_t width, int64_t vocab, bool bf16,
+               std::string& report) {
   torch::AutoGradMode with_gradients(true);  // timed as training runs it, whatever the caller's mode
+  // Under bf16 autocast for the bf16 plans, as a bf16 run calls the loss; restored on return.
+  struct Autocast {
+    bool on, previous;
+    explicit Autocast(bool enable) : on(enable), previous(at::autocast::is_autocast_enabled(at::kCPU)) {
+      if (!on) return;
+      at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+      at::autocast::set_autocast_enabled(at::kCPU, true);
+    }
+    ~Autocast() {
+      if (on) at::autocast::set_autocast_enabled(at::kCPU, previous);
+    }
+  } autocast(bf16);
   auto generator = at::make_generator<at::CPUGeneratorImpl>(1);  // the global generator stays untouched
   const auto hidden = torch::randn({rows, width}, generator).requires_grad_(true);
   const auto weight = (torch::randn({vocab, width}, generator) * 0.02).requires_grad_(true);
@@ -197,13 +228,13 @@ int64_t forced_loss_chunk_rows() {
 }
 
 std::optional<LossProducts> loss_products_named(const std::string& name) {
-  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512})
+  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512, LossProducts::bf16})
     if (name == loss_products_name(products)) return products;
   return std::nullopt;
 }
 
-LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
-  const LossPlan reference = reference_plan(rows, vocab);
+LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16) {
+  const LossPlan reference = bf16 ? bf16_plan_candidates(rows, vocab).front() : reference_plan(rows, vocab);
   const int64_t forced_rows = forced_loss_chunk_rows();
   std::optional<LossProducts> forced_products;
   if (const char* named = sinkgate_env("LOSS_PRODUCTS"); named && *named) {
@@ -212,7 +243,7 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
       static std::once_flag warned;
       std::call_once(warned, [&] {
         log::warn(sinkgate_env_name("LOSS_PRODUCTS") + "='" + std::string(named) +
-                  "' is not plain, packed or avx512; ignored");
+                  "' is not plain, packed, avx512 or bf16; ignored");
       });
     }
   }
@@ -221,7 +252,8 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   if (!forced_products && (forced_packing == "0" || forced_packing == "1"))
     forced_products = forced_packing == "1" ? LossProducts::packed : LossProducts::plain;
   if (forced_rows > 0 || forced_products)
-    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, forced_products ? *forced_products : reference.products, ""};
+    return {forced_rows > 0 ? forced_rows : reference.chunk_rows, forced_products ? *forced_products : reference.products,
+            reference.row_kernel};
   const char* tuning = sinkgate_env("LOSS_TUNING");
   if ((tuning && std::string(tuning) == "0") ||
       static_cast<double>(rows) * static_cast<double>(width) * static_cast<double>(vocab) < kMeasureAbove)
@@ -231,16 +263,16 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab) {
   std::lock_guard<std::mutex> lock(mutex);
   const std::string key = cpu_model_name() + "\t" + std::to_string(at::get_num_threads()) + "\t" + std::to_string(rows) + "\t" +
                           std::to_string(width) + "\t" + std::to_string(vocab) + "\t" +
-                          fast_paths();
+                          fast_paths() + (bf16 ? "\tbf16" : "");
   if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
   std::optional<LossPlan> best = read_cached(key);
   if (!best) {
-    const auto candidates = loss_plan_candidates(rows, vocab);
-    log::info("sinkgate: timing the CPU loss's " + std::to_string(candidates.size()) + " plans for " + std::to_string(rows) +
+    const auto candidates = bf16 ? bf16_plan_candidates(rows, vocab) : loss_plan_candidates(rows, vocab);
+    log::info(std::string("sinkgate: timing the CPU ") + (bf16 ? "bf16 " : "") + "loss's " + std::to_string(candidates.size()) + " plans for " + std::to_string(rows) +
               " x " + std::to_string(width) + " x " + std::to_string(vocab) + " on " +
               std::to_string(at::get_num_threads()) + " threads (once for this machine; SINKGATE_LOSS_TUNING=0 skips it)");
     std::string report;
-    best = candidates[measure(candidates, rows, width, vocab, report)];
+    best = candidates[measure(candidates, rows, width, vocab, bf16, report)];
     log::debug("sinkgate: loss plans (chunk rows, packing; reference first):" + report);
     log::info("sinkgate: the CPU loss takes chunks of " + describe(*best) + " on this machine (cached in " + cache_path() + ")");
     write_cached(key, *best);
@@ -254,7 +286,15 @@ std::string loss_plan_text(const LossPlan& plan) {
          (plan.row_kernel.empty() ? std::string("portable") : plan.row_kernel);
 }
 
-LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab) {
+LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab, bool cpu_bf16) {
+  if (cpu_bf16) {  // the CPU loss under bf16 autocast: bf16 products, or the float32 AVX-512 ones where faster
+    LossPlan plan = loss_plan(rows, width, vocab, /*bf16=*/true);
+    // Plain products under autocast are bf16 ones: named so.
+    if (plan.products == LossProducts::plain || (plan.products == LossProducts::avx512 && !has_avx512_gemm()))
+      plan.products = LossProducts::bf16;
+    plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
+    return plan;
+  }
   if (!cpu_float32) {  // cuBLAS or autocast products and ATen's rows: only the chunk is a choice
     const int64_t forced = forced_loss_chunk_rows();
     return {forced > 0 ? forced : default_loss_chunk_rows(vocab), LossProducts::plain, "portable"};
@@ -262,7 +302,7 @@ LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t 
   LossPlan plan = loss_plan(rows, width, vocab);
   // What the switches let run (SINKGATE_CPU_KERNELS), named, as the automatic plan runs it.
   if ((plan.products == LossProducts::packed && !PackedRightOperand::available()) ||
-      (plan.products == LossProducts::avx512 && !has_avx512_gemm()))
+      (plan.products == LossProducts::avx512 && !has_avx512_gemm()) || plan.products == LossProducts::bf16)
     plan.products = LossProducts::plain;
   plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
   return plan;
@@ -274,6 +314,8 @@ std::string loss_plan_missing(const LossPlan& plan) {
     missing.emplace_back("packed products (MKL's packed GEMM is not in this torch)");
   if (plan.products == LossProducts::avx512 && !cpu_has_avx512_gemm())
     missing.emplace_back("AVX-512 products (the CPU has no AVX-512F)");
+  if (plan.products == LossProducts::bf16 && cpu_bf16_features().empty())
+    missing.emplace_back("bf16 products (" + cpu_bf16_missing() + ")");
   if ((plan.row_kernel == "avx512f" || plan.row_kernel == "avx2") && !cpu_has_row_kernel(plan.row_kernel))
     missing.emplace_back(plan.row_kernel + " rows (the CPU lacks " +
                          (plan.row_kernel == "avx2" ? std::string("AVX2 with FMA") : std::string("AVX-512F")) + ")");
@@ -285,7 +327,8 @@ std::string loss_plan_missing(const LossPlan& plan) {
 LossPlan runnable_loss_plan(const LossPlan& plan) {
   LossPlan out = plan;
   if ((out.products == LossProducts::packed && !PackedRightOperand::present()) ||
-      (out.products == LossProducts::avx512 && !cpu_has_avx512_gemm()))
+      (out.products == LossProducts::avx512 && !cpu_has_avx512_gemm()) ||
+      (out.products == LossProducts::bf16 && cpu_bf16_features().empty()))
     out.products = LossProducts::plain;
   if ((out.row_kernel == "avx512f" || out.row_kernel == "avx2") && !cpu_has_row_kernel(out.row_kernel))
     out.row_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
@@ -305,16 +348,20 @@ std::vector<std::string> plan_variables_set() {
 
 /// The plan a request names (not auto), on this machine.
 LossPlan named_plan(const LossPlanRequest& request, const std::string& prefix, bool keeps_recorded) {
-  if (!request.cpu_float32) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
+  if (!request.cpu_float32 && !request.cpu_bf16) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
     if (request.products != "plain" || (!request.row_kernel.empty() && request.row_kernel != "portable"))
       log::info(prefix + "on " + request.device + " the loss runs cuBLAS's products and ATen's rows: of loss_plan " +
                 request.text + " only the chunk of " + std::to_string(request.chunk_rows) + " rows applies");
     return {request.chunk_rows, LossProducts::plain, "portable"};
   }
+  if (request.products == "bf16" && !request.cpu_bf16)
+    throw UsageError("loss_plan " + request.text + " names bf16 products, which run in a bf16 run only",
+                     "train with --precision bf16, or name float32 products (plain, packed, avx512)");
   LossPlan plan{request.chunk_rows, *loss_products_named(request.products),
                 !request.row_kernel.empty() ? request.row_kernel
                 : has_exp_shifted_rows()    ? exp_shifted_rows_isa()
                                             : "portable"};
+  if (request.cpu_bf16 && plan.products == LossProducts::plain) plan.products = LossProducts::bf16;  // autocast's, named so
   const std::string missing = loss_plan_missing(plan);
   if (missing.empty()) return plan;
   if (!keeps_recorded)
@@ -332,7 +379,8 @@ LossPlan resolve_run_loss_plan(const LossPlanRequest& request, const std::string
                                const std::function<LossPlan(const LossPlan&)>& agree) {
   const bool automatic = request.chunk_rows == 0;
   const bool keeps_recorded = request.resume && !request.replaced && request.recorded != "auto";
-  LossPlan plan = automatic ? fixed_loss_plan(request.cpu_float32, request.rows, request.width, request.vocab)
+  LossPlan plan = automatic ? fixed_loss_plan(request.cpu_float32, request.rows, request.width, request.vocab,
+                                              request.cpu_bf16)
                             : named_plan(request, prefix, keeps_recorded);
   if (agree) plan = agree(plan);
   const std::string text = loss_plan_text(plan);

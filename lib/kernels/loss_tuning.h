@@ -51,8 +51,11 @@ LossPlan reference_plan(int64_t rows, int64_t vocab);
 /// The plans measured for a loss of this shape: the reference first (see the file comment).
 std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab);
 
-/// The plan for the CPU float32 loss of this shape (see the file comment).
-LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab);
+/// The plan for the CPU float32 loss of this shape (see the file comment); with `bf16`, for the
+/// CPU loss under bf16 autocast (a bf16 run): bf16 products in the fixed rule's chunk (the
+/// reference) against bf16 products in the other chunks and the float32 AVX-512 products, measured
+/// the same way and cached under their own key.
+LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16 = false);
 
 /// SINKGATE_LOSS_CHUNK_ROWS as a positive number of rows, or 0 when it is unset (or not one: warned once).
 /// It sets the chunk on every device; on a GPU, where nothing is measured, the fixed rule otherwise.
@@ -61,7 +64,7 @@ int64_t forced_loss_chunk_rows();
 /// The old fixed rule: about 64 MB of float logits, at least 64 rows.
 int64_t default_loss_chunk_rows(int64_t vocab);
 
-/// The products named "plain", "packed" or "avx512" (loss_products_name's names), or none.
+/// The products named "plain", "packed", "avx512" or "bf16" (loss_products_name's names), or none.
 std::optional<LossProducts> loss_products_named(const std::string& name);
 
 /// The plan a training run fixes for its loss of rows × width × vocab, with every path named
@@ -69,8 +72,10 @@ std::optional<LossProducts> loss_products_named(const std::string& name);
 /// (`cpu_float32`) loss_plan()'s choice (forced by the environment, cached, or measured), with
 /// the products and row kernel that the switches (SINKGATE_CPU_KERNELS) let run; elsewhere (a GPU,
 /// autocast) SINKGATE_LOSS_CHUNK_ROWS or the fixed rule's chunk, plain products and portable rows
-/// (cuBLAS and ATen: there the chunk is the plan's only choice).
-LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab);
+/// (cuBLAS and ATen: there the chunk is the plan's only choice). With `cpu_bf16` (a CPU run in
+/// bf16): loss_plan(…, bf16)'s choice, bf16 products or the float32 AVX-512 ones, and the best row
+/// kernel the switches let run.
+LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab, bool cpu_bf16 = false);
 
 /// A fixed plan as text, "ROWS:PRODUCTS:ROW_KERNEL", e.g. "4096:packed:avx512f" (lib/SCHEMA.md).
 std::string loss_plan_text(const LossPlan& plan);
@@ -91,7 +96,8 @@ struct LossPlanRequest {
   int64_t chunk_rows = 0;  // 0: auto
   std::string products;    // "" for auto
   std::string row_kernel;  // "" for auto, or when not given
-  bool cpu_float32 = true; // the CPU float32 loss (false: a GPU, where autocast may run)
+  bool cpu_float32 = true; // the CPU float32 loss (false: a GPU, where autocast may run, or a CPU bf16 run)
+  bool cpu_bf16 = false;   // the CPU loss under bf16 autocast (a bf16 run on a CPU)
   std::string device;      // its name (messages)
   int64_t rows = 0, width = 0, vocab = 0;
   bool resume = false;     // a resumed run...

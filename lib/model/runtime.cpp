@@ -75,16 +75,18 @@ int64_t parallel_for_threads() {
   return std::max<int64_t>(1, distinct);
 }
 
-AutocastGuard::AutocastGuard(const torch::Device& device) : enabled_(device.is_cuda()) {
+AutocastGuard::AutocastGuard(const torch::Device& device, bool bf16) : enabled_(bf16), type_(device.type()) {
   if (!enabled_) return;
-  previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  previous_ = at::autocast::is_autocast_enabled(type_);
+  previous_dtype_ = at::autocast::get_autocast_dtype(type_);
+  at::autocast::set_autocast_dtype(type_, at::kBFloat16);
+  at::autocast::set_autocast_enabled(type_, true);
 }
 
 AutocastGuard::~AutocastGuard() {
   if (!enabled_) return;
-  at::autocast::set_autocast_enabled(at::kCUDA, previous_);
+  at::autocast::set_autocast_enabled(type_, previous_);
+  at::autocast::set_autocast_dtype(type_, previous_dtype_);
   if (!previous_) at::autocast::clear_cache();
 }
 

@@ -1,5 +1,5 @@
 // runtime.h — the LibTorch side of a tool's process: device selection, thread count, the heap,
-// bf16 autocast on CUDA, and the wrapper that runs a model tool.
+// bf16 autocast, and the wrapper that runs a model tool.
 //
 // Not here: the command-line vocabulary itself (lib/base/cli.h, which needs no LibTorch).
 #pragma once
@@ -37,11 +37,14 @@ std::string arithmetic_text(const torch::Device& device);
 /// header template that runs serially then, whatever the thread count.
 int64_t parallel_for_threads();
 
-/// While alive, matrix multiplications on CUDA run under bf16 autocast (App. A); the gate
-/// maths are written to stay in float32 regardless. A no-op on the CPU.
+/// While alive, matrix multiplications run under bf16 autocast (App. A): on CUDA by default, on
+/// the device given when `bf16` says so (a CPU too: sg-train --precision bf16); the gate maths are
+/// written to stay in float32 regardless, and LayerNorm sees the float32 residual stream. A no-op
+/// where bf16 is false.
 class AutocastGuard {
  public:
-  explicit AutocastGuard(const torch::Device& device);
+  explicit AutocastGuard(const torch::Device& device) : AutocastGuard(device, device.is_cuda()) {}
+  AutocastGuard(const torch::Device& device, bool bf16);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
@@ -49,6 +52,8 @@ class AutocastGuard {
  private:
   bool enabled_ = false;
   bool previous_ = false;
+  at::ScalarType previous_dtype_ = at::kBFloat16;
+  c10::DeviceType type_ = c10::DeviceType::CPU;
 };
 
 }  // namespace sg

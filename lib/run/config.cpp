@@ -152,6 +152,10 @@ const std::vector<Field>& fields() {
       Field{"loss_plan", [](const RunConfig& c) { return c.train.loss_plan; },
             [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); },
             /*optional=*/true},
+      // Likewise: read as auto, the device's precision, which is what those runs trained in.
+      Field{"precision", [](const RunConfig& c) { return c.train.precision; },
+            [](RunConfig& c, const std::string& v) { c.train.precision = parse_precision(v); },
+            /*optional=*/true},
   };
   return table;
 }
@@ -247,6 +251,16 @@ void TrainConfig::validate() const {
                          std::to_string(final_eval_batches) + ") must each be at most " + std::to_string(kMaxEvalBatches),
                      "lib/SCHEMA.md lists the bounds of every configuration field");
   parse_loss_plan(loss_plan);
+  parse_precision(precision);
+}
+
+std::string parse_precision(const std::string& text) {
+  if (text == "auto" || text == "float32" || text == "bf16") return text;
+  if (text == "fp32") return "float32";
+  if (text == "bfloat16") return "bf16";
+  throw UsageError("field 'precision': '" + text + "' is not auto, float32 or bf16",
+                   "--precision bf16 trains with bf16 matrix products on a CPU with AVX512-BF16 or AMX; "
+                   "float32 is the CPU's default");
 }
 
 LossPlanSpec parse_loss_plan(const std::string& text) {
@@ -254,7 +268,7 @@ LossPlanSpec parse_loss_plan(const std::string& text) {
   if (text == "auto") return spec;
   const auto fail = [&](const std::string& why) -> LossPlanSpec {
     throw UsageError("field 'loss_plan': '" + text + "' " + why,
-                     "loss_plan is auto, or ROWS:PRODUCTS[:ROW_KERNEL] with PRODUCTS plain, packed or avx512 and "
+                     "loss_plan is auto, or ROWS:PRODUCTS[:ROW_KERNEL] with PRODUCTS plain, packed, avx512 or bf16 and "
                      "ROW_KERNEL avx512f, avx2 or portable, e.g. --set loss_plan=2048:avx512");
   };
   std::vector<std::string> parts;
@@ -275,8 +289,8 @@ LossPlanSpec parse_loss_plan(const std::string& text) {
   if (used == 0 || used != parts[0].size() || rows <= 0) return fail("needs a positive number of rows before ':'");
   spec.chunk_rows = rows;
   spec.products = parts[1];
-  if (spec.products != "plain" && spec.products != "packed" && spec.products != "avx512")
-    return fail("names products '" + spec.products + "', not plain, packed or avx512");
+  if (spec.products != "plain" && spec.products != "packed" && spec.products != "avx512" && spec.products != "bf16")
+    return fail("names products '" + spec.products + "', not plain, packed, avx512 or bf16");
   if (parts.size() == 3) {
     spec.row_kernel = parts[2];
     if (spec.row_kernel != "avx512f" && spec.row_kernel != "avx2" && spec.row_kernel != "portable")

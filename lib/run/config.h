@@ -72,6 +72,9 @@ struct TrainConfig {
   /// The loss's plan (LossPlanSpec's text): "auto" until a run fixes it, then the plan it trains
   /// with, "ROWS:PRODUCTS:ROW_KERNEL", which a resume keeps (lib/SCHEMA.md "loss_plan").
   std::string loss_plan = "auto";
+  /// The training precision (field precision, parse_precision): "auto" until a run fixes it (float32
+  /// on a CPU, bf16 autocast on a GPU), then "float32" or "bf16", which a resume keeps.
+  std::string precision = "auto";
 
   int64_t batch() const { return micro_batch * accumulation; }
   /// Throws UsageError for a field out of range or outside its bound (kMaxBatch, kMaxIterations,
@@ -82,7 +85,8 @@ struct TrainConfig {
 /// The loss's plan as a run names it (field loss_plan): "auto" (chosen at the start of the run by
 /// lib/kernels/loss_tuning: the environment, the machine's cache, or a measurement), or
 /// "ROWS:PRODUCTS[:ROW_KERNEL]": ROWS logits rows a chunk (> 0); PRODUCTS plain (torch::mm), packed
-/// (MKL's packed GEMM) or avx512 (the loss's own AVX-512 products); ROW_KERNEL the softmax rows'
+/// (MKL's packed GEMM), avx512 (the loss's own AVX-512 products) or bf16 (a bf16 run's: torch::mm
+/// in bf16); ROW_KERNEL the softmax rows'
 /// kernel, avx512f, avx2 or portable (ATen), where omitted the best this CPU runs.
 struct LossPlanSpec {
   int64_t chunk_rows = 0;  // 0: auto
@@ -96,6 +100,13 @@ LossPlanSpec parse_loss_plan(const std::string& text);
 
 /// The plan's text, as parse_loss_plan reads it ("auto", "2048:avx512", "2048:avx512:avx512f").
 std::string to_string(const LossPlanSpec& spec);
+
+/// The training precision as a run names it (field precision): "auto" (the device's: float32 on a
+/// CPU, bf16 on a GPU), "float32", or "bf16" (fp32 master weights and AdamW moments, the matrix
+/// products in bf16 with float32 accumulation, gate maths, softmax statistics, layer norms and the
+/// loss's log-sum-exp in float32). Returns the canonical name ("fp32" and "bfloat16" are read as
+/// "float32" and "bf16"); throws UsageError naming the field and its values.
+std::string parse_precision(const std::string& text);
 
 /// Everything that defines one training run.
 struct RunConfig {
@@ -152,8 +163,8 @@ std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& conf
 /// The names of all settable fields.
 std::vector<std::string> field_names();
 
-/// Whether a run file's /config may lack the field (read then as its default): loss_plan alone,
-/// which files of earlier versions do not have. Every other field must be there.
+/// Whether a run file's /config may lack the field (read then as its default): loss_plan and
+/// precision, which files of earlier versions do not have. Every other field must be there.
 bool field_optional(const std::string& name);
 
 }  // namespace sg

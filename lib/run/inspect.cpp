@@ -78,8 +78,9 @@ json describe_run(const std::string& path) {
   const auto have = to_fields(config), defaults = to_fields(preset);
   for (size_t i = 0; i < have.size(); ++i) {
     fields[have[i].first] = have[i].second;
-    // A preset leaves the loss plan to the machine (auto); a run fixes one: not a difference.
-    if (have[i].second != defaults[i].second && have[i].first != "loss_plan") changed.push_back(have[i].first);
+    // A preset leaves the loss plan and the precision to the machine (auto); a run fixes them: not a difference.
+    if (have[i].second != defaults[i].second && have[i].first != "loss_plan" && have[i].first != "precision")
+      changed.push_back(have[i].first);
   }
   json labels = json::object();
   for (const auto& [key, value] : state.labels) labels[key] = value;
@@ -103,6 +104,7 @@ json describe_run(const std::string& path) {
           {"token_file_sha256", state.token_file_hash},
           {"tokenizer_record", describe_record(state.tokenizer)},
           {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
+          {"precision", config.train.precision == "auto" ? json(nullptr) : json(config.train.precision)},
           {"checkpoint_time", modified_utc(path)},
           {"config", fields},
           {"differs_from_tier", changed}};
@@ -199,6 +201,12 @@ std::string render(const json& d) {
                                  (plan.row_kernel.empty() ? "" : ", " + plan.row_kernel + " softmax rows") +
                                  "; kept by --resume)");
     }
+    if (r["precision"].is_null())
+      lines.add("precision", "not recorded (a run file of an older version: the device's, float32 on a CPU, bf16 on a GPU)");
+    else
+      lines.add("precision", text_of(r["precision"]) + (r["precision"] == "bf16"
+                                                            ? " (bf16 matrix products, float32 master weights; kept by --resume)"
+                                                            : " (kept by --resume)"));
     std::set<std::string> changed;
     for (const auto& name : r["differs_from_tier"]) changed.insert(name.get<std::string>());
     lines.heading("  configuration (* differs from the tier's preset)");

@@ -140,7 +140,7 @@ RunState read_run_state(const std::string& path) {
   for (const auto& name : field_names())
     if (!field_optional(name) && std::find(names.begin(), names.end(), name) == names.end())
       throw InputError(path + ": /config lacks the attribute '" + name + "'",
-                       "the run file is damaged: every configuration field but loss_plan must be there");
+                       "the run file is damaged: every configuration field but loss_plan and precision must be there");
   const auto status = root.group("state");
   state.step = status.attribute_int("step");
   state.data_position = status.attribute_int("data_position");

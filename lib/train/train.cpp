@@ -98,7 +98,8 @@ LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, con
   request.chunk_rows = spec.chunk_rows;
   request.products = spec.products;
   request.row_kernel = spec.row_kernel;
-  request.cpu_float32 = options.device.is_cpu();  // autocast (bf16) runs on CUDA only
+  request.cpu_bf16 = options.device.is_cpu() && config.train.precision == "bf16";
+  request.cpu_float32 = options.device.is_cpu() && !request.cpu_bf16;
   request.device = options.device.str();
   request.rows = config.train.micro_batch * config.model.block_size;
   request.width = config.model.n_embd;
@@ -121,6 +122,33 @@ LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, con
   return resolve_run_loss_plan(request, prefix, agree);
 }
 
+/// The precision the run trains in: its recorded one, or for "auto" (a new run, or a run file of an
+/// older version) the device's: bf16 autocast on a GPU, float32 on a CPU. bf16 on a CPU needs its
+/// bf16 matrix instructions (cpu_kernels.h): refused (UsageError) where it has none, rather than
+/// emulated at a fraction of float32's speed.
+std::string fix_precision(const std::string& asked, const TrainOptions& options) {
+  const std::string precision = asked == "auto" ? (options.device.is_cuda() ? "bf16" : "float32") : asked;
+  if (precision == "bf16" && options.device.is_cpu()) {
+    const std::string missing = cpu_bf16_missing();
+    if (!missing.empty())
+      throw UsageError("precision bf16 on the CPU needs bf16 matrix instructions (AVX512-BF16 or AMX-BF16), but " +
+                           missing,
+                       options.resume ? "this run trains in bf16 (recorded in its file): resume it on a CPU with "
+                                        "AVX512-BF16 or AMX, or on a GPU"
+                                      : "train in float32 (--precision float32, the CPU's default), or on a GPU");
+  }
+  return precision;
+}
+
+/// The run's precision on the log.
+void announce_precision(const std::string& precision, const TrainOptions& options, const std::string& prefix) {
+  if (precision == "bf16" && options.device.is_cpu())
+    log::info(prefix + "precision bf16: bf16 matrix products with float32 accumulation (" +
+              join(cpu_bf16_features(), ", ") + "); float32 master weights, moments, gates, norms and softmax statistics");
+  else if (precision == "float32" && options.device.is_cuda())
+    log::info(prefix + "precision float32 on " + options.device.str() + ": no autocast");
+}
+
 }  // namespace
 
 Batch training_batch(const TokenFile& tokens, const RunConfig& config, int64_t step, int64_t micro) {
@@ -132,7 +160,8 @@ Batch training_batch(const TokenFile& tokens, const RunConfig& config, int64_t s
 double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig& config, int64_t batches,
                        const torch::Device& device, Communicator* communicator) {
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(device);
+  // On a GPU in the run's precision; on a CPU in float32 whatever the run's (as sg-eval scores it).
+  AutocastGuard autocast(device, device.is_cuda() && config.train.precision != "float32");
   const bool was_training = model.is_training();
   model.eval();
   const auto& t = config.train;
@@ -188,6 +217,8 @@ Session open_session(const RunConfig& config_in, const TrainOptions& options, co
     state.config = config;
     state.labels = options.labels;
   }
+  config.train.precision = fix_precision(config.train.precision, options);  // before any output is touched
+  state.config.train.precision = config.train.precision;
   check_vocabulary_fits(tokens, config.model, "the model");
   // Both splits must hold a window (block_size + 1 tokens): refused here, before the output exists,
   // not at the first batch after the step-0 checkpoint was written.
@@ -249,14 +280,15 @@ GPT prepare_model(const Session& session, const TrainOptions& options,
   return model;
 }
 
-/// The run's provenance with the loss plan it trains with in sg-train's "key=value" lines, as
-/// /config names it, not the "auto" it was asked for: a resumed run's file is then the
-/// uninterrupted one's, bit for bit.
-Provenance with_loss_plan(Provenance provenance, const std::string& plan) {
+/// The run's provenance with the value a field (loss_plan, precision) trains with in sg-train's
+/// "key=value" lines, as /config names it, not the "auto" it was asked for: a resumed run's file
+/// is then the uninterrupted one's, bit for bit.
+Provenance with_field(Provenance provenance, const std::string& key, const std::string& value) {
+  const std::string lead = key + "=";
   for (size_t line = 0; line < provenance.config.size();) {
     const size_t end = std::min(provenance.config.find('\n', line), provenance.config.size());
-    if (provenance.config.compare(line, 10, "loss_plan=") == 0) {
-      provenance.config.replace(line, end - line, "loss_plan=" + plan);
+    if (provenance.config.compare(line, lead.size(), lead) == 0) {
+      provenance.config.replace(line, end - line, lead + value);
       break;
     }
     line = end + 1;
@@ -363,7 +395,7 @@ std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, 
     const auto [first, count] = chunks[c];
     const auto batch = sample_batch(tokens, Split::train, config.seed, first, count, config.model.block_size);
     if (session.communicator && c + 1 == chunks.size()) session.communicator->arm();  // the gradients of this pass are summed
-    AutocastGuard autocast(options.device);
+    AutocastGuard autocast(options.device, config.train.precision == "bf16");
     auto loss = model.loss(batch.inputs.to(options.device), batch.targets.to(options.device));
     const double weight = static_cast<double>(t.batch()) / static_cast<double>(count);
     (loss / weight).backward();
@@ -453,12 +485,15 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   const auto& t = config.train;
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
   announce(session, options, model->parameter_count(), tokens_per_step);
+  announce_precision(config.train.precision, options, prefix);
   const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, prefix);
   config.train.loss_plan = loss_plan_text(loss_plan);
   state.config.train.loss_plan = config.train.loss_plan;
   model->set_loss_plan(loss_plan);
-  Provenance provenance = with_loss_plan(options.provenance, config.train.loss_plan);
-  provenance.arithmetic = arithmetic_text(options.device) + "; loss plan " + config.train.loss_plan +
+  Provenance provenance = with_field(with_field(options.provenance, "loss_plan", config.train.loss_plan),
+                                     "precision", config.train.precision);
+  provenance.arithmetic = arithmetic_text(options.device) + "; " + config.train.precision + "; loss plan " +
+                          config.train.loss_plan +
                           (communicator ? "; " + std::to_string(communicator->world_size()) + " processes" : "");
   // Rank 0 writes; every rank waits for the file, so that none runs ahead of a checkpoint.
   auto save = [&] {

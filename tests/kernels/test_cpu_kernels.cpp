@@ -53,6 +53,41 @@ TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64, each in
   sg::limit_cpu_kernels_to_avx2(false);
 }
 
+TEST_CASE("exp_shifted_rows_bf16: max, exp(x - max) rounded to bf16 and sums against float64 on bf16 rows") {
+  if (!sg::cpu_has_bf16_rows()) {
+    WARN("no AVX512-BF16 on this CPU: exp_shifted_rows_bf16 not tested (no bf16 run trains here)");
+    return;
+  }
+  torch::manual_seed(2);
+  for (int64_t n : {1, 15, 63, 64, 65, 2047, 2049, 50257}) {
+    for (double spread : {1.0, 8.0, 40.0}) {
+      INFO("width " << n << ", spread " << spread);
+      const int64_t rows = 5, stride = n + 3;
+      auto x = (torch::randn({rows, stride}) * spread).to(torch::kBFloat16).contiguous();
+      x.index_put_({2, n - 1}, 100.0);  // the maximum at the very end of a row (the tail loop)
+      const auto reference_in = x.to(torch::kDouble).narrow(1, 0, n);  // the bf16 values, exactly
+      std::vector<float> rowmax(rows);
+      std::vector<double> sums(rows);
+      sg::exp_shifted_rows_bf16(reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>()), rows, n, stride, rowmax.data(),
+                                sums.data());
+      const auto max_ref = reference_in.amax(1);
+      const auto shifted = reference_in - max_ref.unsqueeze(1);
+      const auto exp_ref = shifted.exp();
+      const auto got = x.narrow(1, 0, n).to(torch::kDouble);
+      // Rounded to bf16 (half of 2^-7 relative), after float32's own error; results below bf16's
+      // smallest normal (1.2e-38) may be flushed to zero.
+      const auto bound = exp_ref * (std::ldexp(1.0, -8) + 3e-7 * (1.0 + shifted.abs())) + 1.2e-38;
+      CHECK(((got - exp_ref).abs() - bound).max().item<double>() <= 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        CHECK(rowmax[r] == static_cast<float>(max_ref[r].item<double>()));
+        const double sum_ref = exp_ref[r].sum().item<double>();
+        CHECK(std::abs(sums[r] - sum_ref) <= 1e-6 * sum_ref);  // summed before the rounding
+      }
+      if (stride > n) CHECK(x.narrow(1, n, stride - n).to(torch::kFloat).isfinite().all().item<bool>());
+    }
+  }
+}
+
 TEST_CASE("exp_shifted_rows: the AVX2 and AVX-512 kernels give the same exponentials, subnormals included") {
   const auto kernels = sg::exp_shifted_rows_kernels();
   if (kernels.size() < 2) {

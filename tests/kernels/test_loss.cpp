@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 TEST_CASE("chunked linear cross-entropy equals cross_entropy(hidden @ W^T), value and gradients") {
@@ -350,4 +351,114 @@ TEST_CASE("a fixed plan runs the paths it names whatever the switches, and names
     CHECK_THAT(sg::loss_plan_missing({512, sg::LossProducts::plain, "avx512f"}), Catch::Contains("avx512f rows"));
     CHECK(sg::runnable_loss_plan({512, sg::LossProducts::plain, "avx512f"}).row_kernel != "avx512f");
   }
+}
+
+namespace {
+
+/// While alive: CPU bf16 autocast, as sg-train --precision bf16 runs the loss.
+struct CpuBf16Autocast {
+  CpuBf16Autocast() {
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+  }
+  ~CpuBf16Autocast() {
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::clear_cache();
+  }
+};
+
+}  // namespace
+
+// The bf16 loss of a CPU bf16 run against float64 on the same inputs rounded to bf16 (so that
+// the error measured is the products' and the logits', not the inputs' rounding): bf16 products
+// (float32 accumulation, bf16 logits) under each row kernel, the float32 AVX-512 products a fixed
+// plan may name under autocast, and a bf16 plan outside autocast (a bf16 run's float32
+// validation), which runs float32 products.
+TEST_CASE("the CPU bf16 loss (each row kernel, float32 products where named) against float64 on bf16-rounded inputs") {
+  torch::manual_seed(17);
+  const int64_t rows = 70, width = 48, vocab = 2001;  // a short last chunk of 70 = 32 + 32 + 6
+  const auto round = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat); };
+  const auto hidden0 = round(torch::randn({rows, width}) * 2);
+  const auto weight0 = round(torch::randn({vocab, width}) * 0.5);
+  const auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  auto hidden_ref = hidden0.to(torch::kDouble).requires_grad_(true);
+  auto weight_ref = weight0.to(torch::kDouble).requires_grad_(true);
+  const auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden_ref, weight_ref.t()), targets);
+  ref.backward();
+  const double logit_rounding =
+      torch::matmul(hidden_ref, weight_ref.t()).abs().max().item<double>() * std::ldexp(1.0, -9);
+  const auto relative = [](const torch::Tensor& got, const torch::Tensor& want) {
+    return ((got.to(torch::kDouble) - want).abs().max() / want.abs().max()).item<double>();
+  };
+  struct Case {
+    sg::LossPlan plan;
+    bool autocast;
+    bool bf16_products;
+  };
+  std::vector<Case> cases;
+  std::vector<std::string> kernels{"portable"};
+  for (const auto& kernel : sg::exp_shifted_rows_kernels()) kernels.push_back(kernel);
+  for (const auto& kernel : kernels) cases.push_back({{32, sg::LossProducts::bf16, kernel}, true, true});
+  cases.push_back({{32, sg::LossProducts::bf16, ""}, true, true});  // the switches' rows
+  if (sg::cpu_has_avx512_gemm()) cases.push_back({{32, sg::LossProducts::avx512, kernels.back()}, true, false});
+  cases.push_back({{32, sg::LossProducts::bf16, kernels.back()}, false, false});
+  for (const auto& c : cases) {
+    INFO(sg::loss_plan_text(c.plan) << (c.autocast ? " under bf16 autocast" : " without autocast"));
+    auto hidden = hidden0.clone().requires_grad_(true);
+    auto weight = weight0.clone().requires_grad_(true);
+    torch::Tensor loss;
+    {
+      std::optional<CpuBf16Autocast> autocast;
+      if (c.autocast) autocast.emplace();
+      loss = sg::linear_cross_entropy(hidden, weight, targets, c.plan);
+    }
+    loss.backward();
+    CHECK(loss.scalar_type() == torch::kFloat);
+    CHECK(hidden.grad().scalar_type() == torch::kFloat);
+    CHECK(weight.grad().scalar_type() == torch::kFloat);
+    const double loss_error = std::abs(loss.item<double>() - ref.item<double>()) / ref.item<double>();
+    const double hidden_error = relative(hidden.grad(), hidden_ref.grad());
+    const double weight_error = relative(weight.grad(), weight_ref.grad());
+    INFO("relative errors: loss " << loss_error << ", dhidden " << hidden_error << ", dweight " << weight_error
+                                   << "; the largest logit's rounding " << logit_rounding);
+    if (c.bf16_products) {
+      // bf16 logits (as autocast gives them, on the GPU too): a logit z is off by up to |z| 2^-9,
+      // a probability by that fraction of itself; then bf16 E and hidden/(sN) in the gradient
+      // products, a few 2^-9 more.
+      CHECK(loss_error < 5e-3);
+      CHECK(hidden_error < 2 * logit_rounding + 1e-2);
+      CHECK(weight_error < 2 * logit_rounding + 1e-2);
+      CHECK(std::max(hidden_error, weight_error) > 1e-5);  // bf16 ran: float32 would leave about 1e-7
+    } else {
+      CHECK(loss_error < 1e-5);
+      CHECK(hidden_error < 1e-5);
+      CHECK(weight_error < 1e-5);
+    }
+  }
+  // The plan names its products and what the CPU lacks for them.
+  CHECK(sg::loss_plan_text({1024, sg::LossProducts::bf16, "avx512f"}) == "1024:bf16:avx512f");
+  CHECK(sg::loss_products_named("bf16") == sg::LossProducts::bf16);
+  if (sg::cpu_bf16_features().empty()) {
+    CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::bf16, "portable"}), Catch::Contains("bf16 products"));
+    CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::bf16, "portable"}).products == sg::LossProducts::plain);
+  } else {
+    CHECK(sg::loss_plan_missing({1024, sg::LossProducts::bf16, "portable"}).empty());
+  }
+}
+
+TEST_CASE("the CPU's bf16 features: named, masked by the AVX2 cap, and the refusal names what is missing") {
+  const auto features = sg::cpu_bf16_features();
+  for (const auto& feature : features) CHECK((feature == "amx-bf16" || feature == "avx512-bf16"));
+  CHECK(sg::cpu_bf16_missing().empty() == !features.empty());
+  sg::limit_cpu_kernels_to_avx2(true);
+  CHECK(sg::cpu_bf16_features().empty());
+  CHECK_THAT(sg::cpu_bf16_missing(), Catch::Contains("capped at AVX2") && Catch::Contains("AVX512-BF16"));
+  sg::limit_cpu_kernels_to_avx2(false);
+  CHECK(sg::cpu_bf16_features() == features);
+  // The bf16 plan of a CPU bf16 run: bf16 products (or the float32 AVX-512 ones, where measured
+  // faster) with a named row kernel; for this small shape the reference, bf16 in the fixed rule's chunk.
+  const auto plan = sg::fixed_loss_plan(/*cpu_float32=*/false, 64, 16, 97, /*cpu_bf16=*/true);
+  CHECK(plan.products == sg::LossProducts::bf16);
+  CHECK(plan.chunk_rows == 64);
+  CHECK(!plan.row_kernel.empty());
 }

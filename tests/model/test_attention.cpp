@@ -340,8 +340,8 @@ TEST_CASE("the CUDA path is built in: the fused kernels it calls have CUDA imple
   }
 }
 
-// ---- On a GPU. pipelines/gpu_check.sh runs these on a CUDA machine; without a GPU they
-// ---- report that they were skipped and pass.
+// ---- In half precision: on a GPU (pipelines/gpu_check.sh runs these on a CUDA machine; without a
+// ---- GPU they report that they were skipped and pass), and under the CPU's bf16 autocast.
 
 namespace {
 
@@ -372,20 +372,22 @@ bool skip_without_gpu() {
   return true;
 }
 
-}  // namespace
 
-TEST_CASE("on a GPU, the fused phantom kernels (flash in bf16/fp16, efficient in fp32) match float64", "[cuda]") {
-  if (skip_without_gpu()) return;
-  const torch::Device cuda(torch::kCUDA);
-  for (auto dtype : {torch::kBFloat16, torch::kHalf, torch::kFloat}) {
+/// The fused phantom kernel on `device` in each dtype, lengths 1, 7, 100 (and 257 on a GPU), causal
+/// and not, sink logits -20 ... +20: output and the gradients of q, k, v and the sink against
+/// float64 on the same rounded inputs.
+void check_phantom_kernels(const torch::Device& device, const std::vector<torch::ScalarType>& dtypes,
+                           const std::vector<int64_t>& lengths) {
+  for (auto dtype : dtypes) {
     // Half precision flushes exp(-20)-sized outputs to zero; it is not what training uses (bf16).
     const std::vector<double> sinks = dtype == torch::kHalf ? std::vector<double>{-20.0, 0.0, 1.3}
                                                             : std::vector<double>{-20.0, 0.0, 1.3, 20.0};
     const double tolerance = dtype == torch::kFloat ? 1e-4 : 2e-2;
-    for (int64_t length : {1, 7, 100, 257}) {
+    for (int64_t length : lengths) {
       for (bool causal : {true, false}) {
         for (double sink_value : sinks) {
-          INFO("dtype " << dtype << ", length " << length << ", causal " << causal << ", sink " << sink_value);
+          INFO("device " << device << ", dtype " << dtype << ", length " << length << ", causal " << causal
+                         << ", sink " << sink_value);
           torch::manual_seed(60 + length);
           // Inputs rounded to the kernel's precision first, so the reference sees the same numbers.
           auto round = [&](torch::Tensor t) { return t.to(dtype).to(torch::kDouble); };
@@ -401,12 +403,12 @@ TEST_CASE("on a GPU, the fused phantom kernels (flash in bf16/fp16, efficient in
           const auto ref = phantom_reference(q64, k64, v64, sink64, scale, causal);
           (ref * upstream).sum().backward();
 
-          auto qg = q.to(cuda, dtype).requires_grad_(true), kg = k.to(cuda, dtype).requires_grad_(true),
-               vg = v.to(cuda, dtype).requires_grad_(true);
-          auto sinkg = sink.to(cuda, torch::kFloat).requires_grad_(true);
+          auto qg = q.to(device, dtype).requires_grad_(true), kg = k.to(device, dtype).requires_grad_(true),
+               vg = v.to(device, dtype).requires_grad_(true);
+          auto sinkg = sink.to(device, torch::kFloat).requires_grad_(true);
           const auto out = sg::fused_sink_attention(qg, kg, vg, sinkg, scale, causal);
           REQUIRE(out.scalar_type() == dtype);
-          (out.to(torch::kFloat) * upstream.to(cuda, torch::kFloat)).sum().backward();
+          (out.to(torch::kFloat) * upstream.to(device, torch::kFloat)).sum().backward();
 
           CHECK(relative_error(out, ref) < tolerance);
           CHECK(relative_error(qg.grad(), q64.grad()) < 2 * tolerance);
@@ -419,29 +421,29 @@ TEST_CASE("on a GPU, the fused phantom kernels (flash in bf16/fp16, efficient in
   }
 }
 
-TEST_CASE("on a GPU, every arm matches the float64 reference in fp32 and under bf16 autocast, on both paths",
-          "[cuda]") {
-  if (skip_without_gpu()) return;
-  const torch::Device cuda(torch::kCUDA);
-  constexpr int64_t kGpuLength = 40;
+/// Every arm on `device`, in float32 and/or under bf16 autocast (`modes`), on both paths, against
+/// the loop-by-loop float64 reference on sequences of `length`, with each of the sink logits `sinks`.
+void check_arms_against_reference(const torch::Device& device, int64_t length, const std::vector<bool>& modes,
+                                  const std::vector<double>& sinks) {
   for (const char* name : kArms) {
-    for (double sink : {0.0, 20.0, -20.0, 1.3}) {
+    for (double sink : sinks) {
       const Arm arm = sg::parse_arm(name);
       if (sink != 0.0 && arm.zero != ZeroOption::sinklogit) continue;
       auto ref_module = make_attention(arm, 7);
       perturb(*ref_module, sink);
       torch::manual_seed(11);
-      const auto x = torch::randn({kBatch, kGpuLength, kWidth}, torch::kDouble);
-      const auto upstream = torch::randn({kBatch, kGpuLength, kWidth}, torch::kDouble);
+      const auto x = torch::randn({kBatch, length, kWidth}, torch::kDouble);
+      const auto upstream = torch::randn({kBatch, length, kWidth}, torch::kDouble);
       auto x_ref = x.clone().requires_grad_(true);
       const auto ref = reference_attention(x_ref, *ref_module, arm, 8.0);
       (ref * upstream).sum().backward();
       const auto ref_params = ref_module->named_parameters();
 
-      for (bool autocast : {false, true}) {
+      for (bool autocast : modes) {
         for (auto backend : {sg::AttentionBackend::explicit_math, sg::AttentionBackend::fused}) {
-          INFO("arm " << name << ", sink " << sink << ", " << (autocast ? "bf16 autocast" : "fp32") << ", "
-                      << (backend == sg::AttentionBackend::fused ? "fused" : "explicit"));
+          INFO("device " << device << ", arm " << name << ", sink " << sink << ", "
+                         << (autocast ? "bf16 autocast" : "fp32") << ", "
+                         << (backend == sg::AttentionBackend::fused ? "fused" : "explicit"));
           // fp32 differs from float64 by rounding alone; bf16 autocast rounds the projections and
           // the attention to 8 bits of mantissa on sharp (8x scaled) logits.
           const double tolerance = autocast ? 0.1 : 1e-4;
@@ -450,24 +452,49 @@ TEST_CASE("on a GPU, every arm matches the float64 reference in fp32 and under b
             torch::NoGradGuard no_grad;
             for (const auto& item : ref_params) module->named_parameters()[item.key()].copy_(item.value());
           }
-          module->to(cuda, torch::kFloat);
+          module->to(device, torch::kFloat);
           module->set_backend(backend);
-          auto xg = x.to(cuda, torch::kFloat).requires_grad_(true);
+          auto xg = x.to(device, torch::kFloat).requires_grad_(true);
           torch::Tensor out;
           {
-            sg::AutocastGuard guard(autocast ? cuda : torch::Device(torch::kCPU));
+            sg::AutocastGuard guard(device, autocast);
             out = module->forward(xg);
           }
-          (out.to(torch::kFloat) * upstream.to(cuda, torch::kFloat)).sum().backward();
+          // Under autocast the output projection runs in bf16: bf16 really ran.
+          if (autocast) CHECK(out.scalar_type() == torch::kBFloat16);
+          (out.to(torch::kFloat) * upstream.to(device, torch::kFloat)).sum().backward();
           CHECK(std::isfinite(out.abs().max().item<double>()));
           CHECK(relative_error(out, ref) < tolerance);
           CHECK(relative_error(xg.grad(), x_ref.grad()) < 2 * tolerance);
           for (const auto& item : module->named_parameters()) {
             INFO("parameter " << item.key());
+            // The master weights and their gradients stay float32.
+            CHECK(item.value().grad().scalar_type() == torch::kFloat);
             CHECK(relative_error(item.value().grad(), ref_params[item.key()].grad()) < 2 * tolerance);
           }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("on a GPU, the fused phantom kernels (flash in bf16/fp16, efficient in fp32) match float64", "[cuda]") {
+  if (skip_without_gpu()) return;
+  check_phantom_kernels(torch::Device(torch::kCUDA), {torch::kBFloat16, torch::kHalf, torch::kFloat}, {1, 7, 100, 257});
+}
+
+TEST_CASE("on the CPU, the fused phantom kernel in bf16 (a bf16 run's) matches float64 on bf16-rounded inputs") {
+  check_phantom_kernels(torch::Device(torch::kCPU), {torch::kBFloat16}, {1, 7, 100});
+}
+
+TEST_CASE("on a GPU, every arm matches the float64 reference in fp32 and under bf16 autocast, on both paths",
+          "[cuda]") {
+  if (skip_without_gpu()) return;
+  check_arms_against_reference(torch::Device(torch::kCUDA), 40, {false, true}, {0.0, 20.0, -20.0, 1.3});
+}
+
+TEST_CASE("under CPU bf16 autocast (--precision bf16), every arm matches the float64 reference, on both paths") {
+  check_arms_against_reference(torch::Device(torch::kCPU), kLength, {true}, {0.0, 20.0});
 }

@@ -183,6 +183,7 @@ TEST_CASE("loss_plan: auto or ROWS:PRODUCTS[:ROW_KERNEL], a bad one is a usage e
   CHECK(sg::to_string(spec) == "512:packed:avx2");
   CHECK(sg::parse_loss_plan("auto").automatic());
   CHECK(sg::to_string(sg::parse_loss_plan("auto")) == "auto");
+  CHECK(sg::parse_loss_plan("1024:bf16:avx512f").products == "bf16");
   for (const char* bad : {"", "fast", "0:plain", "-5:plain", "12x:plain", "2048", "2048:fastest", "2048:plain:sse",
                           "2048:plain:avx2:more", "AUTO"}) {
     INFO("'" << bad << "'");
@@ -196,6 +197,27 @@ TEST_CASE("loss_plan: auto or ROWS:PRODUCTS[:ROW_KERNEL], a bad one is a usage e
   CHECK(copy.train.loss_plan == "1024:plain:portable");
   copy.train.loss_plan = "1024:gpu";
   CHECK_THROWS_WITH(copy.train.validate(), Catch::Contains("loss_plan"));
+}
+
+TEST_CASE("precision: auto, float32 or bf16 (fp32 and bfloat16 read as those), a bad one names the field and its values") {
+  auto config = sg::make_run_config("tiny", "baseline", 0);
+  CHECK(config.train.precision == "auto");
+  for (const auto& tier : sg::tiers()) CHECK(tier.train.precision == "auto");
+  sg::apply_overrides(config, {"precision=bf16"});
+  CHECK(config.train.precision == "bf16");
+  sg::apply_overrides(config, {"precision = fp32"});
+  CHECK(config.train.precision == "float32");
+  CHECK(sg::parse_precision("bfloat16") == "bf16");
+  CHECK(sg::parse_precision("auto") == "auto");
+  for (const char* bad : {"", "fp16", "half", "BF16", "float64", "bf16 "}) {
+    INFO("'" << bad << "'");
+    CHECK_THROWS_WITH(sg::parse_precision(bad), Catch::Contains("field 'precision'") && Catch::Contains("auto, float32 or bf16"));
+  }
+  sg::RunConfig copy;
+  for (const auto& [key, value] : sg::to_fields(config)) sg::set_field(copy, key, value);
+  CHECK(copy.train.precision == "float32");
+  copy.train.precision = "fp8";
+  CHECK_THROWS_WITH(copy.train.validate(), Catch::Contains("precision"));
 }
 
 // --- the arm table: every test below iterates it, none lists an arm by hand -------------------

@@ -8,6 +8,7 @@
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/kernels/cpu_kernels.h"
 #include "lib/model/checkpoint.h"
 #include "lib/text/corpus.h"
 #include "lib/text/token_file.h"
@@ -156,6 +157,57 @@ TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment 
   std::remove(tokens.c_str());
 }
 
+TEST_CASE("a bf16 run on the CPU records its precision and resumes bitwise, without bf16 instructions it is refused") {
+  sg::log::set_level("quiet");
+  const auto tokens = synthetic_tokens("test_train_bf16_tokens", 61, 4000, 500);
+  auto config = small_run("combo2", 61);
+  config.train.precision = "bf16";
+  const auto whole = temp_name("test_train_bf16_whole"), parts = temp_name("test_train_bf16_parts"),
+             fp32 = temp_name("test_train_bf16_fp32");
+  // Masked (SINKGATE_CPU_KERNELS=avx2), or on a CPU without them: refused before any output exists.
+  sg::limit_cpu_kernels_to_avx2(true);
+  CHECK_THROWS_WITH(sg::train(config, options_for(tokens, whole)),
+                    Catch::Contains("precision bf16 on the CPU needs bf16 matrix instructions") &&
+                        Catch::Contains("capped at AVX2"));
+  sg::limit_cpu_kernels_to_avx2(false);
+  CHECK(::access(whole.c_str(), F_OK) != 0);
+  if (sg::cpu_bf16_features().empty()) {
+    CHECK_THROWS_WITH(sg::train(config, options_for(tokens, whole)), Catch::Contains("has neither AVX512-BF16 nor AMX-BF16"));
+    WARN("this CPU has no bf16 instructions: the bf16 run's resume is not tested here");
+    std::remove(tokens.c_str());
+    return;
+  }
+  sg::train(config, options_for(tokens, whole));
+  auto first = options_for(tokens, parts);
+  first.stop_after = 7;
+  sg::train(config, first);
+  auto second = options_for(tokens, parts);
+  second.resume = true;
+  second.force = false;
+  sg::train(config, second);
+  const auto a = sg::read_run_state(whole), b = sg::read_run_state(parts);
+  CHECK(a.config.train.precision == "bf16");
+  CHECK(b.config.train.precision == "bf16");
+  CHECK_THAT(a.config.train.loss_plan, Catch::Contains(":bf16:") || Catch::Contains(":avx512:"));
+  CHECK(b.finished);
+  CHECK(a.curves.train_loss == b.curves.train_loss);  // bitwise
+  CHECK(a.curves.val_loss == b.curves.val_loss);
+  CHECK(a.final_val_loss == b.final_val_loss);
+  CHECK(same_weights(whole, parts));
+  // The master weights stay float32, and bf16 did run: a float32 run (the CPU's default, recorded
+  // as such) ends elsewhere, though near.
+  auto float_config = config;
+  float_config.train.precision = "auto";
+  sg::train(float_config, options_for(tokens, fp32));
+  const auto c = sg::read_run_state(fp32);
+  CHECK(c.config.train.precision == "float32");
+  for (const auto& w : weights_of(whole)) CHECK(w.scalar_type() == torch::kFloat);
+  CHECK_FALSE(same_weights(whole, fp32));
+  CHECK(std::abs(a.final_val_loss - c.final_val_loss) < 0.05 * c.final_val_loss);
+  for (const auto& path : {whole, parts, fp32}) std::remove(path.c_str());
+  std::remove(tokens.c_str());
+}
+
 TEST_CASE("the same configuration twice gives identical results, arms share the batches") {
   sg::log::set_level("quiet");
   const auto tokens = synthetic_tokens("test_train_determinism_tokens", 61, 3000, 400);
@@ -235,9 +287,10 @@ TEST_CASE("run files: the configuration and state round-trip, a wrong kind of fi
   const auto run = temp_name("test_train_roundtrip_run");
   sg::train(config, options_for(tokens, run));
   const auto state = sg::read_run_state(run);
-  // Every field as given, but the loss plan: auto is fixed at the start and recorded.
+  // Every field as given, but the loss plan and the precision: auto is fixed at the start and recorded.
   auto expected = config;
   expected.train.loss_plan = state.config.train.loss_plan;
+  expected.train.precision = "float32";  // a CPU's
   CHECK(sg::to_fields(state.config) == sg::to_fields(expected));
   CHECK(sg::parse_loss_plan(state.config.train.loss_plan).chunk_rows > 0);
   CHECK(state.finished);
