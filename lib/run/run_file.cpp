@@ -118,9 +118,14 @@ void write_run_contents(h5::Group& root, const RunState& state, const Provenance
   root.write_doubles("curves/tokens_per_second", c.tokens_per_second).set_attribute("units", "tokens/s");
   root.write_ints("curves/val_step", c.val_step).set_attribute("units", "optimizer steps");
   root.write_doubles("curves/val_loss", c.val_loss).set_attribute("units", "nats");
-  root.write_doubles("curves/grad_norm", c.grad_norm).set_attribute("units", "gradient norm before clipping");
-  root.write_doubles("curves/max_attention_logit", c.max_attention_logit).set_attribute("units", "attention logit");
-  root.write_doubles("curves/max_activation", c.max_activation).set_attribute("units", "activation");
+  // A state made without them (a run of an earlier version, a hand-made file): NaN, not recorded.
+  auto per_step = [&](std::vector<double> values) {
+    values.resize(c.step.size(), std::nan(""));
+    return values;
+  };
+  root.write_doubles("curves/grad_norm", per_step(c.grad_norm)).set_attribute("units", "gradient norm before clipping");
+  root.write_doubles("curves/max_attention_logit", per_step(c.max_attention_logit)).set_attribute("units", "attention logit");
+  root.write_doubles("curves/max_activation", per_step(c.max_activation)).set_attribute("units", "activation");
 }
 
 RunState read_run_state(const std::string& path) {
