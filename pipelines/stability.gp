@@ -51,7 +51,8 @@ plot for [j = 1:k] grid using (strcol(1) eq word(arms, j) ? $2 * spread(j) : NaN
 set title "(b) largest attention logit over training"
 set ylabel "max q.k/sqrt(d)"
 set key off
-set label 1 sprintf("%d runs (%d arms x rates x seeds%s); dots: a seed, crosses: a diverged seed (%d: non-finite loss, or final val loss above the first step's);\nlines: mean over seeds. Runs whose val loss is not finite are not drawn. Every arm and seed trains on the same batches (make stability, docs/beyond.md).", \
+set logscale y 10
+set label 1 sprintf("%d runs of %d arms, seeds%s(the same batches for every arm at a seed); dots: a seed; crosses: a diverged seed (%d of them: a non-finite loss,\nor a final val loss above the first step's loss). Lines: the mean over seeds. A point whose value is not finite is not drawn (make stability, docs/stability.md).", \
                     runs_count, k, seeds, diverged) at screen 0.01, 0.06 left front
 plot for [j = 1:k] grid using (strcol(1) eq word(arms, j) ? $2 * spread(j) : NaN):7 with lines lw 2 \
        lc rgb arm_color(word(arms, j), j) notitle, \
