@@ -56,7 +56,11 @@ stability:
 	@echo; echo "### Claims"; echo
 	@cat $(STABILITY_DIR)/stability-claims.md
 
-stability-tables: $(STABILITY_DIR)/stability-claims.md $(STABILITY_DIR)/stability.png
+# Every run and evaluation by name: Makefile.experiments marks every file .SECONDARY, and make does
+# not remake a missing secondary file for an up-to-date table, so a grid grown in the same folder
+# (more arms, rates or seeds) would otherwise keep its old tables.
+stability-tables: $(STABILITY_RUNS) $(STABILITY_EVALS) $(STABILITY_REPETITIVE) $(STABILITY_SINKS) \
+    $(STABILITY_DIR)/stability-claims.md $(STABILITY_DIR)/stability.png
 
 # One run of the grid: the tier's peak and final rates times the factor.
 $(STABILITY_RUNS): $(STABILITY_DIR)/runs/%.h5: | $(TOKENS)
