@@ -5,7 +5,7 @@
 # and prints which arms stay stable, on ordinary validation batches and on a repetitive-context set
 # (docs/beyond.md, "Stability"):
 #
-#   make -f Makefile.experiments -j2 stability                            # quick profile, 2 CPU cores
+#   make -f Makefile.experiments -j2 stability                            # quick profile: 112 tiny-tier runs, 2 CPU cores
 #   make -f Makefile.experiments -j2 stability STABILITY_ARMS='baseline sinklogit outgate' STABILITY_LR_FACTORS='1 4 16'
 #   make -f Makefile.experiments -j4 stability STABILITY_PROFILE=paper TIERS=10M DEVICE=cuda
 #
@@ -21,7 +21,8 @@
 #   stability.png        final loss and largest attention logit against the rate
 #
 # Variables: STABILITY_ARMS, STABILITY_LR_FACTORS, STABILITY_SEEDS, STABILITY_PROFILE (quick),
-# STABILITY_TIER (quick: quick; else the first of TIERS), STABILITY_FLAGS (extra sg-train options),
+# STABILITY_TIER (quick: tiny, the tier of the early observation, 200 steps; else the first of TIERS),
+# STABILITY_FLAGS (extra sg-train options),
 # STABILITY_DIR (results/PROFILE/stability, or OUT/stability when OUT is given),
 # STABILITY_REPETITIVE_LIMIT, STABILITY_REPETITIVE_VAL (characters of the repetitive set, 600000; its
 # validation tokens, 50000); the profile's
