@@ -29,8 +29,8 @@ Definitions (docs/beyond.md, "Stability"):
 - spike: a step whose training loss exceeds the median of the previous SPIKE_WINDOW (25) steps by
   more than SPIKE_NATS (0.5 nats) and by more than SPIKE_SIGMAS (5) robust standard deviations
   (1.4826 × the median absolute deviation) of those steps; consecutive spike steps are one spike.
-- stable seed (at an arm and rate): not diverged, and its final loss within STABLE_MARGIN (1.0 nat)
-  of the arm's best seed-mean final loss over the grid.
+- stable seed (at an arm and rate): not diverged, and, at a rate above the arm's best (the rate of
+  its lowest seed-mean final loss), its final loss within STABLE_MARGIN (1.0 nat) of that best.
 - largest stable rate of an arm: the largest rate of the grid at which every seed is stable, and
   at every smaller rate of the grid too. Every seed must agree, and a rate above an unstable one
   never counts, so no single lucky (or unlucky) seed decides it.
@@ -207,13 +207,16 @@ class Grid:
             self.cells.setdefault((r["arm"], r["lr"]), []).append(r)
         for cell in self.cells.values():
             cell.sort(key=lambda r: r["seed"])
-        self.best = {}
+        self.best, self.best_lr = {}, {}
         for arm in self.arms:
-            means = [mean_se([r["val_loss"] for r in self.cell(arm, lr) if not r["diverged"]])[0] for lr in self.lrs]
-            means = [m for m in means if finite(m)]
-            self.best[arm] = min(means) if means else math.nan
+            means = [(mean_se([r["val_loss"] for r in self.cell(arm, lr) if not r["diverged"]])[0], lr) for lr in self.lrs]
+            means = [(m, lr) for m, lr in means if finite(m)]
+            self.best[arm], self.best_lr[arm] = min(means) if means else (math.nan, math.inf)
+        # A rate at or below the arm's best is undertrained at worst, never unstable: the margin
+        # applies above it.
         for r in records:
-            r["stable"] = not r["diverged"] and finite(self.best[r["arm"]]) and r["val_loss"] <= self.best[r["arm"]] + STABLE_MARGIN
+            r["stable"] = not r["diverged"] and finite(self.best[r["arm"]]) and (
+                r["lr"] <= self.best_lr[r["arm"]] or r["val_loss"] <= self.best[r["arm"]] + STABLE_MARGIN)
 
     def cell(self, arm, lr):
         return self.cells.get((arm, lr), [])
@@ -312,7 +315,7 @@ def claims(grid):
 
     seeds = sorted({r["seed"] for r in grid.records})
     out.append(f"Rates {', '.join(fmt_lr(lr) for lr in grid.lrs)}; seeds {', '.join(map(str, seeds))}; "
-               f"stable: every seed not diverged and within {STABLE_MARGIN:g} nat of the arm's best mean loss, "
+               f"stable: every seed not diverged and, above the arm's best rate, within {STABLE_MARGIN:g} nat of its best mean loss, "
                f"at that rate and every smaller one.")
     out.append("")
     base = grid.largest_stable("baseline") if "baseline" in grid.arms else None
