@@ -45,6 +45,7 @@ struct Options {
   double log_interval = 10;
   std::string log_json;
   double dist_timeout = 600;
+  std::string on_nonfinite = "error";
 };
 
 std::string describe_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
@@ -146,6 +147,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
   train.log_json = options.log_json;
   train.allow_other_tokens = options.allow_other_tokens;
   train.loss_plan = loss_plan;
+  train.stop_on_nonfinite = options.on_nonfinite == "stop";
   std::string fields;
   for (const auto& [key, value] : sg::to_fields(config)) fields += key + "=" + value + "\n";
   train.provenance = sg::make_provenance("sg-train", parser.command_line(), {options.tokens}, fields);
@@ -155,7 +157,8 @@ void run(const Options& options, const sg::cli::Parser& parser) {
                 train.device.str() + (distributed.distributed() ? ", " + distributed.describe() : ""));
   const auto summary = sg::train(config, train);
   std::ostringstream line;
-  line << std::fixed << std::setprecision(4) << "sg-train: " << (summary.finished ? "finished" : "stopped")
+  line << std::fixed << std::setprecision(4) << "sg-train: "
+       << (summary.finished ? "finished" : summary.nonfinite ? "stopped at a non-finite loss" : "stopped")
        << " at step " << summary.steps << ", final val_loss "
        << summary.final_val_loss << ", " << std::setprecision(0) << summary.tokens_per_second << " tok/s, "
        << std::setprecision(1) << summary.seconds << " s -> " << options.common.output;
@@ -187,7 +190,8 @@ int main(int argc, char** argv) {
                 "seconds between progress lines besides those of the evaluations (0: evaluations only)");
   parser.option("--log-json", options.log_json,
                 "append the curves to this file as JSON Lines: one object a step (run, step, train_loss, lr, "
-                "tokens_per_second, val_loss at evaluations), and final_val_loss at the end");
+                "tokens_per_second, grad_norm, max_attention_logit, max_activation, val_loss at evaluations), and "
+                "final_val_loss at the end");
   parser.unknown_option_hint([](const std::string& name) {
     for (const auto& field : sg::field_names())
       if (field == name) return "use --set " + name + "=VALUE (a configuration field, not an option)";
@@ -196,6 +200,11 @@ int main(int argc, char** argv) {
   parser.flag("--resume", options.resume, "continue the run in the output file (its configuration wins)");
   parser.flag("--allow-other-tokens", options.allow_other_tokens,
               "resume on a token file other than the run's (by SHA-256): a warning, not an error");
+  parser.option("--on-nonfinite", options.on_nonfinite,
+                "on a non-finite training loss: error (exit 5; the run file keeps its last checkpoint) or stop "
+                "(the step is recorded in the curves, no update made, and the run stops there unfinished, exit 0: "
+                "a learning-rate sweep keeps its diverged runs)");
+  parser.choices({"error", "stop"});
   parser.option("--stop-after", options.stop_after, "stop after this many steps, with a checkpoint (0: run to the end)");
   parser.option("--dist-timeout", options.dist_timeout,
                 "data parallelism: seconds the ranks wait for each other (rendezvous, every collective)");

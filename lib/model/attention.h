@@ -157,8 +157,10 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const AttentionOptions& options);
 
   /// x: (B, T, C) -> (B, T, C). With a cache, x holds the new positions only; their keys and
-  /// reads are appended to the cache and they attend to every cached position.
-  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr);
+  /// reads are appended to the cache and they attend to every cached position. With
+  /// `largest_logit`, the largest causal logit q_i.k_j/sqrt(d) of the pass (a scalar, float32 or
+  /// float64, no gradient) is written there (without a cache only).
+  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, torch::Tensor* largest_logit = nullptr);
 
   void set_hooks(std::shared_ptr<const AttentionHooks> hooks) { hooks_ = std::move(hooks); }
   void set_backend(AttentionBackend backend) { backend_ = backend; }
@@ -189,6 +191,10 @@ TORCH_MODULE(Attention);
 /// q: (B, H, Tq, d), k and v: (B, H, Tk, d). Returns (B, H, Tq, d).
 torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                    const torch::Tensor& sink, double scale, bool causal = true);
+
+/// The largest causal attention logit q_i.k_j * scale, j <= i, over every batch entry and head of
+/// q, k (B, H, T, d): a scalar in float32 (float64 for float64 inputs), computed under no-grad.
+torch::Tensor largest_causal_logit(const torch::Tensor& q, const torch::Tensor& k, double scale);
 
 /// True when fused_sink_attention has a kernel for this device and dtype.
 bool fused_attention_supported(const torch::Tensor& q);

@@ -312,6 +312,9 @@ std::string run_curves(const std::vector<std::string>& paths) {
     series("val_loss", c.val_step, c.val_loss);
     series("lr", c.step, c.lr);
     series("tokens_per_second", c.step, c.tokens_per_second);
+    series("grad_norm", c.step, c.grad_norm);
+    series("max_attention_logit", c.step, c.max_attention_logit);
+    series("max_activation", c.step, c.max_activation);
   }
   return out.str();
 }

@@ -118,6 +118,14 @@ void write_run_contents(h5::Group& root, const RunState& state, const Provenance
   root.write_doubles("curves/tokens_per_second", c.tokens_per_second).set_attribute("units", "tokens/s");
   root.write_ints("curves/val_step", c.val_step).set_attribute("units", "optimizer steps");
   root.write_doubles("curves/val_loss", c.val_loss).set_attribute("units", "nats");
+  // A state made without them (a run of an earlier version, a hand-made file): NaN, not recorded.
+  auto per_step = [&](std::vector<double> values) {
+    values.resize(c.step.size(), std::nan(""));
+    return values;
+  };
+  root.write_doubles("curves/grad_norm", per_step(c.grad_norm)).set_attribute("units", "gradient norm before clipping");
+  root.write_doubles("curves/max_attention_logit", per_step(c.max_attention_logit)).set_attribute("units", "attention logit");
+  root.write_doubles("curves/max_activation", per_step(c.max_activation)).set_attribute("units", "activation");
 }
 
 RunState read_run_state(const std::string& path) {
@@ -156,6 +164,10 @@ RunState read_run_state(const std::string& path) {
   c.tokens_per_second = root.dataset("curves/tokens_per_second").read_doubles();
   c.val_step = root.dataset("curves/val_step").read_ints();
   c.val_loss = root.dataset("curves/val_loss").read_doubles();
+  // Recorded since the stability sweep: a run of an earlier version has NaN in their place.
+  for (auto [name, values] : {std::pair{"curves/grad_norm", &c.grad_norm}, std::pair{"curves/max_attention_logit", &c.max_attention_logit},
+                              std::pair{"curves/max_activation", &c.max_activation}})
+    *values = root.exists(name) ? root.dataset(name).read_doubles() : std::vector<double>(c.step.size(), std::nan(""));
   if (root.exists("labels")) {
     const auto labels = root.group("labels");
     for (const auto& key : labels.attribute_names()) state.labels.emplace_back(key, labels.attribute_string(key));
@@ -187,7 +199,9 @@ RunState read_run_state(const std::string& path) {
   if (state.finished && state.step != t.iterations)
     bad_state("says finished at step " + std::to_string(state.step) + " of " + std::to_string(t.iterations));
   if (c.train_loss.size() != c.step.size() || c.lr.size() != c.step.size() ||
-      c.tokens_per_second.size() != c.step.size() || c.val_loss.size() != c.val_step.size())
+      c.tokens_per_second.size() != c.step.size() || c.val_loss.size() != c.val_step.size() ||
+      c.grad_norm.size() != c.step.size() || c.max_attention_logit.size() != c.step.size() ||
+      c.max_activation.size() != c.step.size())
     bad_state("curves have unequal lengths");
   return state;
 }

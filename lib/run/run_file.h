@@ -22,10 +22,14 @@ namespace sg {
 inline constexpr const char* kRunFormat = "sinkgate-run";
 inline constexpr int64_t kRunSchemaVersion = 1;
 
-/// Training curves: one entry per optimizer step, and one per validation estimate.
+/// Training curves: one entry per optimizer step, and one per validation estimate. The step's
+/// gradient norm before clipping, largest attention logit and largest residual-stream activation
+/// (over every micro-batch of the step; lib/model/model.h, ActivationMaxima) are NaN in the steps
+/// of runs from versions that did not record them.
 struct Curves {
   std::vector<int64_t> step;
   std::vector<double> train_loss, lr, tokens_per_second;
+  std::vector<double> grad_norm, max_attention_logit, max_activation;
   std::vector<int64_t> val_step;
   std::vector<double> val_loss;
 };

@@ -379,9 +379,11 @@ class Progress {
 
 /// The forward and backward passes of one optimizer step over this rank's windows; returns the
 /// step's mean loss (over every rank) and the stop signal any rank received (0: none). The
-/// gradients are left for the optimizer.
+/// gradients are left for the optimizer; `maxima` holds this rank's largest attention logit and
+/// residual activation of the step.
 std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, const TokenFile& tokens,
-                                        const TrainOptions& options, const StopSignals& signals) {
+                                        const TrainOptions& options, const StopSignals& signals,
+                                        ActivationMaxima& maxima) {
   const auto& config = session.config;
   const auto& t = config.train;
   const int64_t step = session.state.step;
@@ -390,6 +392,12 @@ std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, 
   // This rank's windows of the step (all of them in one process), each chunk's mean loss
   // weighted by its share of the batch; in one process each weight is 1/accumulation exactly.
   torch::Tensor loss_sum;
+  // The step's largest attention logit and residual activation, over its micro-batches.
+  struct MaximaScope {
+    GPTImpl& model;
+    MaximaScope(GPTImpl& m, ActivationMaxima& maxima) : model(m) { maxima.reset(); model.set_maxima(&maxima); }
+    ~MaximaScope() { model.set_maxima(nullptr); }
+  } maxima_scope(model, maxima);
   const auto chunks = rank_chunks(t, step, session.rank, session.world);
   for (size_t c = 0; c < chunks.size(); ++c) {
     const auto [first, count] = chunks[c];
@@ -430,8 +438,30 @@ void announce(const Session& session, const TrainOptions& options, int64_t param
 }
 
 /// Counts a finished step in the run's state and curves; returns its record for --log-json.
+/// The step's gradient norm (before clipping), largest attention logit and residual activation.
+struct StepMaxima {
+  double grad_norm = std::nan(""), attention_logit = std::nan(""), activation = std::nan("");
+};
+
+/// The step's maxima, read from the device: with several ranks, the largest of every rank's.
+StepMaxima read_maxima(const ActivationMaxima& maxima, const torch::Tensor& grad_norm, Communicator* communicator) {
+  auto value = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kDouble).reshape({1}) : torch::full({1}, std::nan(""), torch::kDouble); };
+  auto values = torch::cat({value(maxima.attention_logit).cpu(), value(maxima.activation).cpu()});
+  if (communicator) {
+    // A maximum through the communicator's sum: each rank's pair in its own row of a zero table,
+    // summed over the ranks, then the largest of each column.
+    const int64_t world = communicator->world_size(), rank = communicator->rank();
+    auto slots = torch::zeros({world, 2}, torch::kDouble);
+    slots[rank] = values;
+    std::vector<torch::Tensor> shared{slots.to(grad_norm.device())};
+    communicator->all_reduce_sum(shared, "the step maxima all-reduce");
+    values = std::get<0>(shared[0].cpu().max(0));
+  }
+  return {grad_norm.defined() ? grad_norm.item<double>() : std::nan(""), values[0].item<double>(), values[1].item<double>()};
+}
+
 nlohmann::ordered_json record_step(Session& session, int64_t tokens_per_step, double train_loss, double lr,
-                                   double step_seconds) {
+                                   double step_seconds, const StepMaxima& maxima) {
   auto& state = session.state;
   ++state.step;
   state.data_position = state.step * session.config.train.batch();
@@ -441,11 +471,17 @@ nlohmann::ordered_json record_step(Session& session, int64_t tokens_per_step, do
   state.curves.train_loss.push_back(train_loss);
   state.curves.lr.push_back(lr);
   state.curves.tokens_per_second.push_back(speed);
+  state.curves.grad_norm.push_back(maxima.grad_norm);
+  state.curves.max_attention_logit.push_back(maxima.attention_logit);
+  state.curves.max_activation.push_back(maxima.activation);
   return {{"run", session.name},
           {"step", state.step},
           {"train_loss", JsonLog::number(train_loss)},
           {"lr", lr},
-          {"tokens_per_second", JsonLog::number(speed)}};
+          {"tokens_per_second", JsonLog::number(speed)},
+          {"grad_norm", JsonLog::number(maxima.grad_norm)},
+          {"max_attention_logit", JsonLog::number(maxima.attention_logit)},
+          {"max_activation", JsonLog::number(maxima.activation)}};
 }
 
 /// The validation loss after a step (eval_batches), in the curves, the progress and the record.
@@ -510,21 +546,35 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   const auto start = Clock::now();
   const int64_t first_step = state.step;
   Progress progress(t, tokens_per_step, options.log_interval);
+  ActivationMaxima maxima;
+  bool nonfinite = false;
   while (state.step < t.iterations && !state.finished) {
     const auto step_start = Clock::now();
     const double lr = learning_rate(t, state.step);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
-    const auto [train_loss, signal] = forward_backward(*model, session, tokens, options, signals);
+    const auto [train_loss, signal] = forward_backward(*model, session, tokens, options, signals, maxima);
+    if (!std::isfinite(train_loss) && options.stop_on_nonfinite) {
+      // The step is recorded with its loss and no update, and the run stops there, unfinished.
+      const StepMaxima step_maxima = read_maxima(maxima, torch::Tensor(), communicator);
+      auto record = record_step(session, tokens_per_step, train_loss, lr, seconds_since(step_start), step_maxima);
+      json.write(record);
+      log::warn(prefix + "non-finite training loss at step " + std::to_string(state.step) +
+                "; the run stops there, unfinished (--on-nonfinite stop), its curves in " + options.output);
+      save();
+      nonfinite = true;
+      break;
+    }
     if (!std::isfinite(train_loss))
       throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
                              " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",
-                         "lower lr_peak or raise warmup");
-    optimizer->clip_and_step(t.grad_clip);
+                         "lower lr_peak or raise warmup, or --on-nonfinite stop to keep the diverged run's curves");
+    const auto grad_norm = optimizer->clip_and_step(t.grad_clip);
+    const StepMaxima step_maxima = read_maxima(maxima, grad_norm, communicator);
     if (options.device.is_cuda()) torch::cuda::synchronize();
     const double step_seconds = seconds_since(step_start);
     progress.add_step(step_seconds);
-    auto record = record_step(session, tokens_per_step, train_loss, lr, step_seconds);
+    auto record = record_step(session, tokens_per_step, train_loss, lr, step_seconds, step_maxima);
 
     const bool last = state.step == t.iterations;
     const bool evaluate = state.step % t.eval_interval == 0 || last;
@@ -546,6 +596,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   summary.steps = state.step;
   summary.final_val_loss = state.final_val_loss;
   summary.finished = state.finished;
+  summary.nonfinite = nonfinite;
   summary.seconds = seconds_since(start);
   summary.tokens_per_second =
       summary.seconds > 0 ? static_cast<double>((state.step - first_step) * tokens_per_step) / summary.seconds : 0;

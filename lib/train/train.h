@@ -49,6 +49,10 @@ struct TrainOptions {
   double log_interval = 10.0;  // seconds between progress lines besides the evaluations' (0: only those)
   std::string log_json;        // when set: JSON Lines of the curves appended to this file, one line a step
   bool allow_other_tokens = false;  // resume on a token file other than the run's (a warning)
+  /// On a non-finite training loss: false, a NumericError (the run file keeps its last checkpoint);
+  /// true, the step is recorded in the curves (its loss NaN or infinite, no update made) and the
+  /// run stops there, unfinished, with a warning: a diverged run of a sweep keeps its curves.
+  bool stop_on_nonfinite = false;
   std::string loss_plan;  // on resume: a loss plan (LossPlanSpec text) replacing the run's own; "" keeps it
   DistributedEnv distributed;       // data parallelism (distributed.h); one process when not launched so
   double timeout_seconds = 600;     // of every collective and of the ranks' rendezvous
@@ -60,14 +64,15 @@ struct TrainSummary {
   double tokens_per_second = 0;
   double seconds = 0;
   bool finished = false;
+  bool nonfinite = false;  // stopped at a non-finite training loss (TrainOptions::stop_on_nonfinite)
 };
 
 /// Trains (or resumes) the run described by `config` and writes the run file periodically and at
 /// the end. The loss plan is fixed at the start (config.train.loss_plan: auto, or one named) and
 /// recorded; a resume keeps the recorded one unless options.loss_plan replaces it (a warning: the
 /// run is then not bitwise identical to an uninterrupted one). Throws NumericError on a
-/// non-finite loss (the last good checkpoint stays in place); UsageError for a named plan this CPU
-/// cannot run.
+/// non-finite loss (the last good checkpoint stays in place) unless options.stop_on_nonfinite;
+/// UsageError for a named plan this CPU cannot run.
 TrainSummary train(const RunConfig& config, const TrainOptions& options);
 
 /// Mean validation loss over `batches` fixed batches of config.train.batch() sequences drawn from

@@ -290,3 +290,21 @@ if(SG_PYTHON)
   set_tests_properties("cli: sg-train signalled after its last checkpoint exits 0, not 143" PROPERTIES
     FIXTURES_REQUIRED sg_tokens PASS_REGULAR_EXPRESSION "exit 0\nfinished line after the signal")
 endif()
+
+# A rate far too large overflows the attention at step 2: by default exit 5 (the run file keeps its
+# last checkpoint); with --on-nonfinite stop, exit 0 and the step in the curves, the run unfinished.
+set(SG_OVERFLOW --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --set lr_peak=1e30 --set lr_min=1e29 --set iterations=5
+                --set warmup=1 --set eval_interval=5 --set eval_batches=1 --set final_eval_batches=1 --set block_size=16
+                --threads 1 --log-level quiet)
+string(REPLACE ";" " " SG_OVERFLOW_LINE "${SG_OVERFLOW}")
+add_test(NAME "cli: sg-train stops at a non-finite loss with exit 5 by default"
+         COMMAND ${CMAKE_COMMAND} -DCMD=${train} "-DARGS=${SG_OVERFLOW};-o;${SG_CLI_DATA}/overflow-error.h5;--force"
+                 -DEXPECT_CODE=5 "-DEXPECT_STDERR=non-finite training loss at step 1" -P ${SG_EXPECT})
+set_tests_properties("cli: sg-train stops at a non-finite loss with exit 5 by default" PROPERTIES FIXTURES_REQUIRED sg_tokens)
+add_test(NAME "cli: sg-train --on-nonfinite stop keeps the diverged step in the curves"
+         COMMAND sh -c "${train} ${SG_OVERFLOW_LINE} --on-nonfinite stop -o ${SG_CLI_DATA}/overflow.h5 --force && \
+$<TARGET_FILE:sg-info> --curves ${SG_CLI_DATA}/overflow.h5 | cut -f5-7 | grep -e '^train_loss' -e '^grad_norm' && \
+$<TARGET_FILE:sg-info> ${SG_CLI_DATA}/overflow.h5 | grep progress")
+set_tests_properties("cli: sg-train --on-nonfinite stop keeps the diverged step in the curves" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "\ntrain_loss\t1\t10\\.[0-9]+\ntrain_loss\t2\tnan\ngrad_norm\t1\t[0-9.]+\ngrad_norm\t2\tnan\n *progress +step 2 of 5, ")

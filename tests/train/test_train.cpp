@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -228,6 +230,100 @@ TEST_CASE("the same configuration twice gives identical results, arms share the 
   }
   std::remove(a.c_str());
   std::remove(b.c_str());
+  std::remove(tokens.c_str());
+}
+
+namespace {
+
+/// The float64 reference of one micro-batch, written from the paper's architecture alone (App. A),
+/// not from lib/model: the mean loss, the largest causal logit q_i.k_j/sqrt(d) over every layer,
+/// head and sequence, and the largest |x| of the residual stream (the embeddings with the sink
+/// token, every block's output). `p` holds the model's parameters by name, float64.
+struct ReferencePass {
+  torch::Tensor loss;
+  double largest_logit = -INFINITY, largest_activation = 0;
+};
+
+ReferencePass reference_pass(std::map<std::string, torch::Tensor>& p, const sg::ModelConfig& m,
+                             const torch::Tensor& idx, const torch::Tensor& targets) {
+  namespace F = torch::nn::functional;
+  const int64_t batch = idx.size(0), length = idx.size(1), c = m.n_embd, h = m.n_head, d = c / h;
+  auto norm = [&](const torch::Tensor& x, const std::string& name) {
+    return F::layer_norm(x, F::LayerNormFuncOptions({c}).weight(p[name + ".weight"]).bias(p[name + ".bias"]).eps(1e-5));
+  };
+  ReferencePass out;
+  auto x = p["wte.weight"].index_select(0, idx.reshape({-1})).view({batch, length, c}) +
+           p["wpe.weight"].narrow(0, 0, length).unsqueeze(0);
+  const bool sink = p.count("sink_token") > 0;
+  if (sink) x = torch::cat({p["sink_token"].view({1, 1, c}).expand({batch, 1, c}), x}, 1);
+  const int64_t t = x.size(1);
+  out.largest_activation = x.abs().max().item<double>();
+  const auto future = torch::ones({t, t}, torch::kBool).triu(1);
+  for (int64_t layer = 0; layer < m.n_layer; ++layer) {
+    const std::string b = "blocks." + std::to_string(layer) + ".";
+    const auto qkv = torch::matmul(norm(x, b + "ln_1"), p[b + "attn.c_attn.weight"].t());  // (B, T, 3C)
+    auto heads = [&](int64_t part) { return qkv.narrow(2, part * c, c).view({batch, t, h, d}).transpose(1, 2); };
+    const auto q = heads(0), k = heads(1), v = heads(2);
+    const auto logits = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));  // (B, H, T, T)
+    out.largest_logit = std::max(out.largest_logit, logits.detach().masked_fill(future, -INFINITY).max().item<double>());
+    const auto y = torch::matmul(torch::softmax(logits.masked_fill(future, -INFINITY), -1), v);
+    x = x + torch::matmul(y.transpose(1, 2).reshape({batch, t, c}), p[b + "attn.c_proj.weight"].t());
+    const auto hidden = F::gelu(torch::matmul(norm(x, b + "ln_2"), p[b + "mlp.c_fc.weight"].t()));
+    x = x + torch::matmul(hidden, p[b + "mlp.c_proj.weight"].t());
+    out.largest_activation = std::max(out.largest_activation, x.detach().abs().max().item<double>());
+  }
+  if (sink) x = x.narrow(1, 1, length);
+  const auto logits = torch::matmul(norm(x, "ln_f"), p["wte.weight"].t());  // (B, T, V)
+  out.loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a step's curves hold its gradient norm before clipping, largest attention logit and residual activation, as float64 computes them") {
+  sg::log::set_level("quiet");
+  const auto tokens = synthetic_tokens("test_train_maxima_tokens", 61, 3000, 400);
+  const auto token_file = sg::TokenFile::open(tokens);
+  for (const char* arm : {"baseline", "sinktoken"}) {
+    INFO(arm);
+    auto config = small_run(arm, 61);
+    // Two micro-batches a step: the step's maxima span both; a large rate so that step 2 differs.
+    sg::apply_overrides(config, {"micro_batch=2", "accumulation=2", "iterations=2", "warmup=1", "eval_interval=2",
+                                 "checkpoint_interval=2"});
+    const auto run = temp_name("test_train_maxima_run");
+    sg::train(config, options_for(tokens, run));
+    const auto curves = sg::read_run_state(run).curves;
+    REQUIRE(curves.grad_norm.size() == 2);
+    REQUIRE(curves.max_attention_logit.size() == 2);
+    REQUIRE(curves.max_activation.size() == 2);
+
+    // Step 1 from the seed's initial weights, in float64.
+    auto model = sg::build_model(config.model, config.seed);
+    std::map<std::string, torch::Tensor> parameters;
+    for (const auto& item : model->named_parameters())
+      parameters[item.key()] = item.value().detach().to(torch::kDouble).clone().requires_grad_(true);
+    double logit = -INFINITY, activation = 0;
+    for (int64_t micro = 0; micro < 2; ++micro) {
+      const auto batch = sg::training_batch(token_file, config, 0, micro);
+      const auto pass = reference_pass(parameters, config.model, batch.inputs, batch.targets);
+      (pass.loss / 2).backward();  // the step's loss is the mean over its two micro-batches
+      logit = std::max(logit, pass.largest_logit);
+      activation = std::max(activation, pass.largest_activation);
+    }
+    double squares = 0;
+    for (auto& [name, value] : parameters) squares += value.grad().pow(2).sum().item<double>();
+    const double grad_norm = std::sqrt(squares);
+    INFO("grad norm " << curves.grad_norm[0] << " vs " << grad_norm << "; logit " << curves.max_attention_logit[0]
+                      << " vs " << logit << "; activation " << curves.max_activation[0] << " vs " << activation);
+    CHECK(curves.grad_norm[0] == Approx(grad_norm).epsilon(1e-4));
+    CHECK(curves.max_attention_logit[0] == Approx(logit).epsilon(1e-4));
+    CHECK(curves.max_activation[0] == Approx(activation).epsilon(1e-5));
+    CHECK(grad_norm > 0);
+    // Step 2 ran on other weights: its numbers are its own, not the first step's carried over.
+    CHECK(curves.max_attention_logit[1] != curves.max_attention_logit[0]);
+    CHECK(curves.grad_norm[1] != curves.grad_norm[0]);
+    std::remove(run.c_str());
+  }
   std::remove(tokens.c_str());
 }
 
