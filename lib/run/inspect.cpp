@@ -151,6 +151,65 @@ class Lines {
   std::ostringstream out_;
 };
 
+/// A run file's lines: the run, its progress, validation, files, plan, precision, configuration.
+void render_run(Lines& lines, const json& r) {
+  lines.add("run", "tier " + text_of(r["tier"]) + ", arm " + text_of(r["arm"]) + ", seed " + text_of(r["seed"]));
+  if (!r["labels"].empty()) {
+    std::string labels;
+    for (const auto& [key, value] : r["labels"].items()) labels += (labels.empty() ? "" : " ") + key + "=" + text_of(value);
+    lines.add("labels", labels);
+  }
+  lines.add("parameters", text_of(r["parameters"]) + " (the tied embedding once)");
+  lines.add("progress", "step " + text_of(r["step"]) + " of " + text_of(r["iterations"]) +
+                            (r["finished"].get<bool>() ? ", finished" : ", unfinished") + ", " +
+                            text_of(r["tokens_seen"]) + " tokens seen");
+  // Every validation loss says which batches it is over: the final value (sg-eval's default, Table 1's)
+  // over final_eval_batches, the curve's over eval_batches, both from the start of the same stream.
+  const std::string windows = " batches of " + text_of(r["val_batch_windows"]) + " windows x " +
+                              text_of(r["val_window_tokens"]) + " tokens, eval_seed " + text_of(r["eval_seed"]);
+  lines.add("final val_loss",
+            r["finished"].get<bool>()
+                ? text_of(r["final_val_loss"]) + " (" + text_of(r["final_val_batches"]) + windows +
+                      ": sg-eval's default, Tables 1, 2, 5)"
+                : text_of(r["final_val_loss"]) + " (last estimate: " + text_of(r["last_val_loss"]) + " over the curve's " +
+                      text_of(r["curve_val_batches"]) + windows + ")");
+  lines.add("last checkpoint", text_of(r["checkpoint_time"]));
+  lines.add("token file", text_of(r["token_file"]) + "  sha256 " + text_of(r["token_file_sha256"]));
+  lines.add("vocabulary", text_of_record(r["tokenizer_record"]));
+  if (r["loss_plan"].is_null()) {
+    lines.add("loss plan", "not recorded (a run file of an older version: a resume fixes one and records it)");
+  } else {
+    const auto plan = parse_loss_plan(r["loss_plan"].get<std::string>());
+    lines.add("loss plan", text_of(r["loss_plan"]) + " (chunks of " + std::to_string(plan.chunk_rows) + " rows, " +
+                               plan.products + " products" +
+                               (plan.row_kernel.empty() ? "" : ", " + plan.row_kernel + " softmax rows") +
+                               "; kept by --resume)");
+  }
+  if (r["precision"].is_null())
+    lines.add("precision", "not recorded (a run file of an older version: the device's, float32 on a CPU, bf16 on a GPU)");
+  else
+    lines.add("precision", text_of(r["precision"]) + (r["precision"] == "bf16"
+                                                          ? " (bf16 matrix products, float32 master weights; kept by --resume)"
+                                                          : " (kept by --resume)"));
+  std::set<std::string> changed;
+  for (const auto& name : r["differs_from_tier"]) changed.insert(name.get<std::string>());
+  lines.heading("  configuration (* differs from the tier's preset)");
+  for (const auto& [key, value] : r["config"].items())
+    lines.add("  " + key + (changed.count(key) ? " *" : ""), shortest(text_of(value)));
+}
+
+/// The provenance's lines: who wrote the file, how, with what arithmetic, from which inputs.
+void render_provenance(Lines& lines, const json& p) {
+  lines.add("written by", text_of(p["tool"]) + " " + text_of(p["version"]) + " (commit " + text_of(p["git_commit"]) +
+                                ") at " + text_of(p["created"]));
+  lines.add("command line", text_of(p["command_line"]));
+  if (!p["arithmetic"].is_null()) lines.add("arithmetic", text_of(p["arithmetic"]));
+  const size_t shown = 4, inputs = p["inputs"].size();
+  for (size_t i = 0; i < inputs && i < shown; ++i)
+    lines.add("input", text_of(p["inputs"][i]["path"]) + "  sha256 " + text_of(p["inputs"][i]["sha256"]));
+  if (inputs > shown) lines.add("", "… and " + std::to_string(inputs - shown) + " more inputs (--format json lists all)");
+}
+
 std::string render(const json& d) {
   Lines lines;
   lines.heading(d["path"].get<std::string>());
@@ -168,50 +227,7 @@ std::string render(const json& d) {
     lines.add("validation split", text_of(t["val_tokens"]) + " tokens (taken first)");
     lines.add("training split", text_of(t["train_tokens"]) + " tokens");
   } else if (kind == "run") {
-    const auto& r = d["run"];
-    lines.add("run", "tier " + text_of(r["tier"]) + ", arm " + text_of(r["arm"]) + ", seed " + text_of(r["seed"]));
-    if (!r["labels"].empty()) {
-      std::string labels;
-      for (const auto& [key, value] : r["labels"].items()) labels += (labels.empty() ? "" : " ") + key + "=" + text_of(value);
-      lines.add("labels", labels);
-    }
-    lines.add("parameters", text_of(r["parameters"]) + " (the tied embedding once)");
-    lines.add("progress", "step " + text_of(r["step"]) + " of " + text_of(r["iterations"]) +
-                              (r["finished"].get<bool>() ? ", finished" : ", unfinished") + ", " +
-                              text_of(r["tokens_seen"]) + " tokens seen");
-    // Every validation loss says which batches it is over: the final value (sg-eval's default, Table 1's)
-    // over final_eval_batches, the curve's over eval_batches, both from the start of the same stream.
-    const std::string windows = " batches of " + text_of(r["val_batch_windows"]) + " windows x " +
-                                text_of(r["val_window_tokens"]) + " tokens, eval_seed " + text_of(r["eval_seed"]);
-    lines.add("final val_loss",
-              r["finished"].get<bool>()
-                  ? text_of(r["final_val_loss"]) + " (" + text_of(r["final_val_batches"]) + windows +
-                        ": sg-eval's default, Tables 1, 2, 5)"
-                  : text_of(r["final_val_loss"]) + " (last estimate: " + text_of(r["last_val_loss"]) + " over the curve's " +
-                        text_of(r["curve_val_batches"]) + windows + ")");
-    lines.add("last checkpoint", text_of(r["checkpoint_time"]));
-    lines.add("token file", text_of(r["token_file"]) + "  sha256 " + text_of(r["token_file_sha256"]));
-    lines.add("vocabulary", text_of_record(r["tokenizer_record"]));
-    if (r["loss_plan"].is_null()) {
-      lines.add("loss plan", "not recorded (a run file of an older version: a resume fixes one and records it)");
-    } else {
-      const auto plan = parse_loss_plan(r["loss_plan"].get<std::string>());
-      lines.add("loss plan", text_of(r["loss_plan"]) + " (chunks of " + std::to_string(plan.chunk_rows) + " rows, " +
-                                 plan.products + " products" +
-                                 (plan.row_kernel.empty() ? "" : ", " + plan.row_kernel + " softmax rows") +
-                                 "; kept by --resume)");
-    }
-    if (r["precision"].is_null())
-      lines.add("precision", "not recorded (a run file of an older version: the device's, float32 on a CPU, bf16 on a GPU)");
-    else
-      lines.add("precision", text_of(r["precision"]) + (r["precision"] == "bf16"
-                                                            ? " (bf16 matrix products, float32 master weights; kept by --resume)"
-                                                            : " (kept by --resume)"));
-    std::set<std::string> changed;
-    for (const auto& name : r["differs_from_tier"]) changed.insert(name.get<std::string>());
-    lines.heading("  configuration (* differs from the tier's preset)");
-    for (const auto& [key, value] : r["config"].items())
-      lines.add("  " + key + (changed.count(key) ? " *" : ""), shortest(text_of(value)));
+    render_run(lines, d["run"]);
   } else {
     const auto& t = d["result"];
     lines.add("rows", text_of(t["rows"]));
@@ -220,17 +236,7 @@ std::string render(const json& d) {
                 c["name"].get<std::string>() + " (" + c["type"].get<std::string>() +
                     (c["units"].get<std::string>().empty() ? "" : ", " + c["units"].get<std::string>()) + ")");
   }
-  if (d.contains("provenance")) {
-    const auto& p = d["provenance"];
-    lines.add("written by", text_of(p["tool"]) + " " + text_of(p["version"]) + " (commit " + text_of(p["git_commit"]) +
-                                ") at " + text_of(p["created"]));
-    lines.add("command line", text_of(p["command_line"]));
-    if (!p["arithmetic"].is_null()) lines.add("arithmetic", text_of(p["arithmetic"]));
-    const size_t shown = 4, inputs = p["inputs"].size();
-    for (size_t i = 0; i < inputs && i < shown; ++i)
-      lines.add("input", text_of(p["inputs"][i]["path"]) + "  sha256 " + text_of(p["inputs"][i]["sha256"]));
-    if (inputs > shown) lines.add("", "… and " + std::to_string(inputs - shown) + " more inputs (--format json lists all)");
-  }
+  if (d.contains("provenance")) render_provenance(lines, d["provenance"]);
   return lines.str();
 }
 

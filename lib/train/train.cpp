@@ -506,6 +506,44 @@ double evaluate_step(GPTImpl& model, Session& session, const TokenFile& tokens, 
                          "continue the run: sg-train --tokens " + options.token_file + " --resume -o " + options.output);
 }
 
+/// Fixes the run's loss plan (in its configuration, its state and its model) and returns the
+/// provenance its checkpoints carry: the plan and the precision as /config names them, and the
+/// arithmetic (device, threads, precision, plan, processes).
+Provenance fix_arithmetic(Session& session, const TrainOptions& options, GPTImpl& model) {
+  auto& config = session.config;
+  Communicator* communicator = session.communicator.get();
+  const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, session.prefix);
+  config.train.loss_plan = loss_plan_text(loss_plan);
+  session.state.config.train.loss_plan = config.train.loss_plan;
+  model.set_loss_plan(loss_plan);
+  Provenance provenance = with_field(with_field(options.provenance, "loss_plan", config.train.loss_plan),
+                                     "precision", config.train.precision);
+  provenance.arithmetic = arithmetic_text(options.device) + "; " + config.train.precision + "; loss plan " +
+                          config.train.loss_plan +
+                          (communicator ? "; " + std::to_string(communicator->world_size()) + " processes" : "");
+  return provenance;
+}
+
+/// A non-finite training loss is NumericError unless --on-nonfinite stop.
+void check_nonfinite_allowed(const RunState& state, const TrainOptions& options, int64_t checkpoint_interval) {
+  if (options.stop_on_nonfinite) return;
+  throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
+                         " keeps the last good checkpoint (step " +
+                         std::to_string(state.step - state.step % checkpoint_interval) + " or earlier)",
+                     "lower lr_peak or raise warmup, or --on-nonfinite stop to keep the diverged run's curves");
+}
+
+TrainSummary summarize(const RunState& state, bool nonfinite, double seconds, int64_t tokens_trained) {
+  TrainSummary summary;
+  summary.steps = state.step;
+  summary.final_val_loss = state.final_val_loss;
+  summary.finished = state.finished;
+  summary.nonfinite = nonfinite;
+  summary.seconds = seconds;
+  summary.tokens_per_second = seconds > 0 ? static_cast<double>(tokens_trained) / seconds : 0;
+  return summary;
+}
+
 }  // namespace
 
 TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
@@ -522,15 +560,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
   announce(session, options, model->parameter_count(), tokens_per_step);
   announce_precision(config.train.precision, options, prefix);
-  const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, prefix);
-  config.train.loss_plan = loss_plan_text(loss_plan);
-  state.config.train.loss_plan = config.train.loss_plan;
-  model->set_loss_plan(loss_plan);
-  Provenance provenance = with_field(with_field(options.provenance, "loss_plan", config.train.loss_plan),
-                                     "precision", config.train.precision);
-  provenance.arithmetic = arithmetic_text(options.device) + "; " + config.train.precision + "; loss plan " +
-                          config.train.loss_plan +
-                          (communicator ? "; " + std::to_string(communicator->world_size()) + " processes" : "");
+  const Provenance provenance = fix_arithmetic(session, options, *model);
   // Rank 0 writes; every rank waits for the file, so that none runs ahead of a checkpoint.
   auto save = [&] {
     if (session.writer) save_run(options.output, /*force=*/true, *model, optimizer.get(), state, provenance);
@@ -554,21 +584,17 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
     const auto [train_loss, signal] = forward_backward(*model, session, tokens, options, signals, maxima);
-    if (!std::isfinite(train_loss) && options.stop_on_nonfinite) {
-      // The step is recorded with its loss and no update, and the run stops there, unfinished.
+    if (!std::isfinite(train_loss)) {
+      // --on-nonfinite stop: the step is recorded with its loss and no update, and the run stops there.
+      check_nonfinite_allowed(state, options, t.checkpoint_interval);
       const StepMaxima step_maxima = read_maxima(maxima, torch::Tensor(), communicator);
-      auto record = record_step(session, tokens_per_step, train_loss, lr, seconds_since(step_start), step_maxima);
-      json.write(record);
+      json.write(record_step(session, tokens_per_step, train_loss, lr, seconds_since(step_start), step_maxima));
       log::warn(prefix + "non-finite training loss at step " + std::to_string(state.step) +
                 "; the run stops there, unfinished (--on-nonfinite stop), its curves in " + options.output);
       save();
       nonfinite = true;
       break;
     }
-    if (!std::isfinite(train_loss))
-      throw NumericError("non-finite training loss at step " + std::to_string(state.step) + "; " + options.output +
-                             " keeps the last good checkpoint (step " + std::to_string(state.step - state.step % t.checkpoint_interval) + " or earlier)",
-                         "lower lr_peak or raise warmup, or --on-nonfinite stop to keep the diverged run's curves");
     const auto grad_norm = optimizer->clip_and_step(t.grad_clip);
     const StepMaxima step_maxima = read_maxima(maxima, grad_norm, communicator);
     if (options.device.is_cuda()) torch::cuda::synchronize();
@@ -592,15 +618,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
     if (signal && !state.finished) interrupted(signal, state, t.iterations, options);
     if (stop) break;
   }
-  TrainSummary summary;
-  summary.steps = state.step;
-  summary.final_val_loss = state.final_val_loss;
-  summary.finished = state.finished;
-  summary.nonfinite = nonfinite;
-  summary.seconds = seconds_since(start);
-  summary.tokens_per_second =
-      summary.seconds > 0 ? static_cast<double>((state.step - first_step) * tokens_per_step) / summary.seconds : 0;
-  return summary;
+  return summarize(state, nonfinite, seconds_since(start), (state.step - first_step) * tokens_per_step);
 }
 
 }  // namespace sg
