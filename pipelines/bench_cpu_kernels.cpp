@@ -9,18 +9,21 @@
 //     exp_, sum) that run where neither does;
 //   - the whole loss (forward and gradients, lib/kernels/loss.h) under every plan that
 //     lib/kernels/loss_tuning.h measures for that shape, as a ratio to the reference plan's time in
-//     the same round.
+//     the same round; with the section `bf16`, the plans a CPU bf16 run measures, under autocast.
+//   Where the CPU has AVX512-BF16, the products also under torch::mm in bf16 (oneDNN) and the
+//   loss's own bf16 product (gemm_avx512_bf16), and the FMA peak's bf16 counterpart (vdpbf16ps).
 // Prints the CPU model and the kernels this machine runs first. Build: ninja -C build
 // bench_cpu_kernels. Run (V = 50,257 and the rows and width of tier cpu by default):
 //   build/bin/bench_cpu_kernels                       # 2,048 x 256 x 50,257, 5 rounds
 //   build/bin/bench_cpu_kernels 1024 768 50257 3      # rows width vocab rounds
-//   build/bin/bench_cpu_kernels 2048 256 50257 3 products   # one section: products, rows or loss
+//   build/bin/bench_cpu_kernels 2048 256 50257 3 products   # one section: products, rows, loss or bf16
 // GCC 12 warns inside its own avx512fintrin.h (the intrinsics' deliberately undefined
 // pass-through operands) wherever they are inlined; the warnings say nothing about this file.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <immintrin.h>
 #include <torch/torch.h>
 
@@ -74,8 +77,22 @@ __attribute__((target("avx2,fma"))) double fma_chains_256(int64_t iterations) {
   return lanes[0];
 }
 
-/// The best of five runs (the first ones also wake the threads and raise the clock).
-double fma_peak(bool wide) {
+/// The same with vdpbf16ps: 32 multiply-adds of bf16 pairs per instruction.
+__attribute__((target("avx512f,avx512bf16"))) double dpbf16_chains(int64_t iterations) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_set1_ps(1.0f);
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  for (int64_t i = 0; i < iterations; ++i)
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) acc[k] = _mm512_dpbf16_ps(acc[k], b, b);
+  float sum = 0;
+  for (auto& a : acc) sum += _mm512_reduce_add_ps(a);
+  return sum;
+}
+
+/// The best of five runs (the first ones also wake the threads and raise the clock); `bf16`: the
+/// vdpbf16ps chains (FLOPs of their float32 multiply-adds).
+double fma_peak(bool wide, bool bf16 = false) {
   const int64_t iterations = 10000000, threads = at::get_num_threads();
   std::vector<double> sink(static_cast<size_t>(threads));
   double best = 0;
@@ -83,10 +100,12 @@ double fma_peak(bool wide) {
     const auto start = std::chrono::steady_clock::now();
     at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t)
-        sink[static_cast<size_t>(t)] = wide ? fma_chains_512(iterations) : fma_chains_256(iterations);
+        sink[static_cast<size_t>(t)] = bf16   ? dpbf16_chains(iterations)
+                                       : wide ? fma_chains_512(iterations)
+                                              : fma_chains_256(iterations);
     });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, static_cast<double>(threads) * iterations * 12 * (wide ? 16 : 8) * 2 / seconds);
+    best = std::max(best, static_cast<double>(threads) * iterations * 12 * (bf16 ? 32 : wide ? 16 : 8) * 2 / seconds);
   }
   return best;
 }
@@ -103,9 +122,9 @@ int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 2048, width = argc > 2 ? std::atoll(argv[2]) : 256;
   const int64_t vocab = argc > 3 ? std::atoll(argv[3]) : 50257;
   const int rounds = argc > 4 ? std::atoi(argv[4]) : 5;
-  const std::string only = argc > 5 ? argv[5] : "";  // products, rows or loss: that section alone
+  const std::string only = argc > 5 ? argv[5] : "";  // products, rows, loss or bf16: that section alone
   if (rows < 1 || width < 1 || vocab < 1 || rounds < 1) {
-    std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS [products|rows|loss]]\n");
+    std::fprintf(stderr, "usage: bench_cpu_kernels [ROWS WIDTH VOCAB ROUNDS [products|rows|loss|bf16]]\n");
     return 2;
   }
   sg::tune_allocator();  // the heap as sg-train has it: buffers reused, not faulted in afresh per chunk
@@ -121,6 +140,7 @@ int main(int argc, char** argv) {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
       std::printf("FMA peak on %d threads: %.1f GFLOP/s in 256-bit registers", at::get_num_threads(), fma_peak(false) / 1e9);
       if (__builtin_cpu_supports("avx512f")) std::printf(", %.1f in 512-bit", fma_peak(true) / 1e9);
+      if (sg::cpu_has_avx512_bf16_gemm()) std::printf(", %.1f in vdpbf16ps", fma_peak(true, true) / 1e9);
       std::printf("\n");
     }
     torch::manual_seed(0);
@@ -132,22 +152,41 @@ int main(int argc, char** argv) {
       int64_t m, n, k;
       std::function<torch::Tensor()> reference;
       std::function<void(torch::Tensor&)> own;
+      std::function<torch::Tensor()> reference_bf16;       // torch::mm on bf16 operands (oneDNN)
+      std::function<void(torch::Tensor&)> own_bf16;       // gemm_avx512_bf16
     };
+    const auto h_b = h.to(torch::kBFloat16), w_b = w.to(torch::kBFloat16), e_b = e.to(torch::kBFloat16),
+               hs_b = hs.to(torch::kBFloat16);
     std::vector<Product> products{
         {"logits h Wt", n, vocab, width, [&] { return torch::mm(h, w.t()); },
          [&](torch::Tensor& c) {
            sg::gemm_avx512(n, vocab, width, {h.data_ptr<float>(), width, 1}, {w.data_ptr<float>(), 1, width},
                            c.data_ptr<float>(), vocab, false);
+         },
+         [&] { return torch::mm(h_b, w_b.t()); },
+         [&](torch::Tensor& c) {
+           sg::gemm_avx512_bf16(n, vocab, width, {h.data_ptr<float>(), width, 1}, {w.data_ptr<float>(), 1, width},
+                                c.data_ptr<float>(), vocab, false);
          }},
         {"E W", n, width, vocab, [&] { return torch::mm(e, w); },
          [&](torch::Tensor& c) {
            sg::gemm_avx512(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w.data_ptr<float>(), width, 1},
                            c.data_ptr<float>(), width, false);
+         },
+         [&] { return torch::mm(e_b, w_b); },
+         [&](torch::Tensor& c) {
+           sg::gemm_avx512_bf16(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w.data_ptr<float>(), width, 1},
+                                c.data_ptr<float>(), width, false);
          }},
         {"Et hs", vocab, width, n, [&] { return torch::mm(e.t(), hs); },
          [&](torch::Tensor& c) {
            sg::gemm_avx512(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {hs.data_ptr<float>(), width, 1},
                            c.data_ptr<float>(), width, false);
+         },
+         [&] { return torch::mm(e_b.t(), hs_b); },
+         [&](torch::Tensor& c) {
+           sg::gemm_avx512_bf16(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {hs.data_ptr<float>(), width, 1},
+                                c.data_ptr<float>(), width, false);
          }},
     };
     std::printf("the loss's products, %lld-row chunk (GFLOP/s, median of %d rounds):\n", static_cast<long long>(n), rounds);
@@ -161,10 +200,21 @@ int main(int argc, char** argv) {
         if (round > 0) mm.push_back(t_mm), own.push_back(t_own);
       }
       if (sg::has_avx512_gemm())
-        std::printf("  %-12s torch::mm %6.1f  gemm_avx512 %6.1f  (max |difference| %.2e)\n", p.name, flop / median(mm) / 1e9,
+        std::printf("  %-12s torch::mm %6.1f  gemm_avx512 %6.1f  (max |difference| %.2e)", p.name, flop / median(mm) / 1e9,
                     flop / median(own) / 1e9, (got - expected).abs().max().item<double>());
       else
-        std::printf("  %-12s torch::mm %6.1f  gemm_avx512 absent\n", p.name, flop / median(mm) / 1e9);
+        std::printf("  %-12s torch::mm %6.1f  gemm_avx512 absent", p.name, flop / median(mm) / 1e9);
+      if (sg::cpu_has_avx512_bf16_gemm()) {  // bf16: oneDNN's products against the loss's own
+        std::vector<double> mm_b, own_b;
+        torch::Tensor expected_b, got_b = torch::empty({p.m, p.n});
+        for (int round = 0; round <= rounds; ++round) {
+          const double t_mm = seconds_of([&] { expected_b = p.reference_bf16(); });
+          const double t_own = seconds_of([&] { p.own_bf16(got_b); });
+          if (round > 0) mm_b.push_back(t_mm), own_b.push_back(t_own);
+        }
+        std::printf("; bf16: torch::mm %6.1f  gemm_avx512_bf16 %6.1f", flop / median(mm_b) / 1e9, flop / median(own_b) / 1e9);
+      }
+      std::printf("\n");
     }
   }
 
@@ -204,8 +254,18 @@ int main(int argc, char** argv) {
   }
   if (only == "rows") return 0;
 
-  // The whole loss under every plan, as a ratio to the reference plan in the same round.
-  const auto plans = sg::loss_plan_candidates(rows, vocab);
+  // The whole loss under every plan, as a ratio to the reference plan in the same round (section
+  // bf16: a bf16 run's plans, under CPU autocast as a bf16 run calls the loss).
+  const bool bf16 = only == "bf16";
+  if (bf16 && sg::cpu_bf16_features().empty()) {
+    std::printf("no bf16 products on this CPU: %s\n", sg::cpu_bf16_missing().c_str());
+    return 0;
+  }
+  if (bf16) {
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+  }
+  const auto plans = sg::loss_plan_candidates(rows, vocab, bf16);
   const auto hidden = torch::randn({rows, width}).requires_grad_(true);
   const auto weight = (torch::randn({vocab, width}) * 0.02).requires_grad_(true);
   const auto targets = torch::randint(vocab, {rows}, torch::kLong);
@@ -222,15 +282,16 @@ int main(int argc, char** argv) {
       ratios[p].push_back(taken[p] / taken[0]);
     }
   }
-  std::printf("loss of %lld x %lld x %lld, forward and gradients (median of %d rounds; ratio: to the reference "
+  std::printf("%sloss of %lld x %lld x %lld, forward and gradients (median of %d rounds; ratio: to the reference "
               "in the same round, min-max):\n",
-              static_cast<long long>(rows), static_cast<long long>(width), static_cast<long long>(vocab), rounds);
+              bf16 ? "bf16 run's " : "", static_cast<long long>(rows), static_cast<long long>(width),
+              static_cast<long long>(vocab), rounds);
   for (size_t p = 0; p < plans.size(); ++p)
-    std::printf("  %5lld rows %-6s %8.1f ms  %.3f (%.3f-%.3f)%s\n", static_cast<long long>(plans[p].chunk_rows),
+    std::printf("  %5lld rows %-10s %8.1f ms  %.3f (%.3f-%.3f)%s\n", static_cast<long long>(plans[p].chunk_rows),
                 sg::loss_products_name(plans[p].products), median(times[p]) * 1e3, median(ratios[p]),
                 *std::min_element(ratios[p].begin(), ratios[p].end()),
                 *std::max_element(ratios[p].begin(), ratios[p].end()), p == 0 ? "  (reference)" : "");
-  const auto chosen = sg::loss_plan(rows, width, vocab);
+  const auto chosen = sg::loss_plan(rows, width, vocab, bf16);
   std::printf("sg-train's plan for this shape here: %lld rows %s\n", static_cast<long long>(chosen.chunk_rows),
               sg::loss_products_name(chosen.products));
   return 0;

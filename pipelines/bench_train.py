@@ -113,11 +113,16 @@ def loss_plan(args, bf16=False):
     s = SHAPE
     key = [str(args.threads), str(s["micro_batch"] * s["block_size"]), str(s["n_embd"]), str(s["vocab_size"])]
     found = None
+    # A bf16 plan's key ends "bf16", or "bf16+avx512bf16-gemm" where the loss's own AVX512-BF16
+    # products are candidates (the CPU has AVX512-BF16 and SINKGATE_CPU_KERNELS leaves them on).
+    kernels = os.environ.get("SINKGATE_CPU_KERNELS", "")
+    own_bf16 = "avx512_bf16" in machine()["flags"].split() and kernels not in ("0", "avx2")
+    bf16_key = "bf16+avx512bf16-gemm" if own_bf16 else "bf16"
     try:
         with open(os.path.join(cache, "loss-chunks.tsv")) as f:
             for line in f:
                 fields = line.rstrip("\n").split("\t")
-                if bf16 and (len(fields) != 9 or fields[6] != "bf16"):
+                if bf16 and (len(fields) != 9 or fields[6] != bf16_key):
                     continue
                 if len(fields) == (9 if bf16 else 8) and fields[0] == machine()["model_name"] and fields[1:5] == key:
                     found = f"{fields[-2]} rows {fields[-1]} ({fields[5]})"

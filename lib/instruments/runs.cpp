@@ -28,9 +28,12 @@ MeasuringPlan measuring_loss_plan(const RunConfig& config, const torch::Device& 
                           !spec.row_kernel.empty()   ? spec.row_kernel
                           : has_exp_shifted_rows()   ? exp_shifted_rows_isa()
                                                      : "portable"};
-  // A bf16 run's plan: it is measured in float32, where its products run as plain float32 ones.
-  const bool from_bf16 = recorded.products == LossProducts::bf16;
-  const LossPlan wanted = from_bf16 ? LossPlan{recorded.chunk_rows, LossProducts::plain, recorded.row_kernel} : recorded;
+  // A bf16 run's plan: it is measured in float32, where its products run as float32 ones (bf16:
+  // plain; avx512bf16: the own AVX-512 ones), as its validation ran in training.
+  const bool from_bf16 = bf16_products(recorded.products);
+  const LossProducts float32_products =
+      recorded.products == LossProducts::avx512bf16 ? LossProducts::avx512 : LossProducts::plain;
+  const LossPlan wanted = from_bf16 ? LossPlan{recorded.chunk_rows, float32_products, recorded.row_kernel} : recorded;
   const std::string own = from_bf16 ? ", the bf16 run's " + loss_plan_text(recorded) + " in float32" : ", the run's own";
   const std::string missing = loss_plan_missing(wanted);
   if (missing.empty()) {

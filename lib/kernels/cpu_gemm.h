@@ -1,7 +1,8 @@
 // cpu_gemm.h — the loss's own float32 matrix product in AVX-512, for CPUs where the BLAS in the
 // torch library runs narrower kernels than the CPU can (MKL takes 256-bit paths on AMD CPUs,
 // while Zen 5 executes 512-bit FMAs at full width: twice the rate). A BLIS-style blocked product
-// (packed A and B blocks, a 12 × 32 register tile) split over torch's threads. Whether it beats
+// (packed A and B blocks, a 12 × 32 register tile) split over torch's threads; and the same
+// product on bf16-rounded operands with AVX512-BF16's vdpbf16ps, for CPU bf16 runs. Whether it beats
 // the BLAS on a machine is measured, not assumed (loss_tuning.h): on a CPU where MKL runs its
 // AVX-512 kernels it is not expected to.
 //
@@ -31,5 +32,20 @@ bool cpu_has_avx512_gemm();
 /// where !cpu_has_avx512_gemm().
 void gemm_avx512(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                  bool accumulate);
+
+/// Whether the loss takes gemm_avx512_bf16 where nobody named a path: the CPU has AVX512-BF16, the
+/// fast paths are on and not capped at AVX2 (cpu_kernels.h's cpu_bf16_features).
+bool has_avx512_bf16_gemm();
+
+/// Whether gemm_avx512_bf16 can run here: the CPU has AVX-512F and AVX512-BF16 (the switches aside).
+bool cpu_has_avx512_bf16_gemm();
+
+/// gemm_avx512 in bf16: c (m × n, float32) = [c +] bf16(a) · bf16(b), a and b float32 rounded to
+/// bf16 (to nearest even, subnormals to zero: vcvtneps2bf16) as they are packed, their products
+/// summed in float32 by vdpbf16ps two k at a time (in blocks of 512 k). The CPU bf16 run's loss
+/// products: float32 logits, where oneDNN's bf16 products round them to bf16. Throws
+/// std::logic_error where !cpu_has_avx512_bf16_gemm().
+void gemm_avx512_bf16(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
+                      bool accumulate);
 
 }  // namespace sg

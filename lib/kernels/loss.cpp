@@ -30,14 +30,16 @@ int64_t row_kernel_code(const std::string& name) {
 }
 
 /// The loss's three matrix products on one chunk of rows, each by the path the plan and the CPU
-/// allow: the loss's own AVX-512 products, MKL's packed GEMM (the weight packed once for every
-/// chunk), or a plain matmul in the products' dtype (`low`: autocast's where it is on).
+/// allow: the loss's own AVX-512 products (float32, or bf16 with float32 results), MKL's packed
+/// GEMM (the weight packed once for every chunk), or a plain matmul in the products' dtype (`low`:
+/// autocast's where it is on).
 struct ChunkProducts {
   int64_t width = 0, vocab = 0;
   torch::TensorOptions options;  // the hidden rows'
   torch::ScalarType low = torch::kFloat, math = torch::kFloat;
   torch::Tensor weight_h;          // the weight in `low`, cast once
-  bool own = false;                // the AVX-512 products
+  bool own = false;                // the AVX-512 products: gemm_avx512, or gemm_avx512_bf16
+  decltype(&gemm_avx512) gemm = gemm_avx512;
   torch::Tensor weight_c;          // own: the contiguous weight that w points into
   const float* w = nullptr;        // (V, C) row-major
   std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
@@ -47,7 +49,7 @@ struct ChunkProducts {
     if (own) {
       const auto h_c = h.contiguous();
       auto logits = torch::empty({n, vocab}, options);
-      gemm_avx512(n, vocab, width, {h_c.data_ptr<float>(), width, 1}, {w, 1, width}, logits.data_ptr<float>(), vocab,
+      gemm(n, vocab, width, {h_c.data_ptr<float>(), width, 1}, {w, 1, width}, logits.data_ptr<float>(), vocab,
                   /*accumulate=*/false);
       return logits;
     }
@@ -63,7 +65,7 @@ struct ChunkProducts {
   torch::Tensor times_w(const torch::Tensor& e, const torch::Tensor& e_h, int64_t n) const {
     if (own) {
       auto product = torch::empty({n, width}, options);
-      gemm_avx512(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w, width, 1}, product.data_ptr<float>(), width,
+      gemm(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w, width, 1}, product.data_ptr<float>(), width,
                   /*accumulate=*/false);
       return product;
     }
@@ -80,7 +82,7 @@ struct ChunkProducts {
                        const torch::Tensor& h_scaled, int64_t n, bool first) const {
     if (own) {
       const auto scaled = h_scaled.contiguous();
-      gemm_avx512(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {scaled.data_ptr<float>(), width, 1},
+      gemm(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {scaled.data_ptr<float>(), width, 1},
                   grad_weight.data_ptr<float>(), width, /*accumulate=*/!first);
     } else if (low != math) {  // bf16 under autocast
       const auto part = torch::matmul(e_h.t(), h_scaled.to(low)).to(math);
@@ -152,7 +154,11 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const bool fixed = row_kernel != kRowsBySwitches;
     const auto named_products = static_cast<LossProducts>(products);
     const bool float_products_named = named_products == LossProducts::packed || named_products == LossProducts::avx512;
-    const bool cpu_float = cpu_float_inputs && (!autocast || (fixed && float_products_named));
+    // The own bf16 products under autocast: float32 operands rounded to bf16 as they are packed,
+    // float32 logits and exponentials (so `low` stays float32 and the float32 rows run).
+    const bool own_bf16 = autocast && cpu_float_inputs && named_products == LossProducts::avx512bf16 &&
+                          (fixed ? cpu_has_avx512_bf16_gemm() : has_avx512_bf16_gemm());
+    const bool cpu_float = cpu_float_inputs && (!autocast || (fixed && float_products_named) || own_bf16);
     const auto low = autocast && !cpu_float ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     torch::Tensor grad_hidden, grad_weight;
@@ -182,8 +188,11 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     paths.low = low;
     paths.math = math;
     paths.weight_h = weight_h;
-    paths.own = cpu_float && static_cast<LossProducts>(products) == LossProducts::avx512 &&
-                (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm());
+    // Outside autocast (a bf16 run's float32 validation) the own bf16 products run as the own
+    // float32 ones: the same blocked product, float32 operands.
+    const bool own_float = named_products == LossProducts::avx512 || (named_products == LossProducts::avx512bf16 && !autocast);
+    paths.own = own_bf16 || (cpu_float && own_float && (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm()));
+    if (own_bf16) paths.gemm = gemm_avx512_bf16;
     paths.weight_c = paths.own ? weight.contiguous() : weight;
     paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
     if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&
@@ -264,6 +273,7 @@ const char* loss_products_name(LossProducts products) {
     case LossProducts::packed: return "packed";
     case LossProducts::avx512: return "avx512";
     case LossProducts::bf16: return "bf16";
+    case LossProducts::avx512bf16: return "avx512bf16";
   }
   return "plain";
 }

@@ -13,10 +13,16 @@ enum class LossProducts {
   packed,  // MKL's packed GEMM (cpu_kernels.h), the weight packed once a call for every chunk
   avx512,  // the loss's own AVX-512 product (cpu_gemm.h): for CPUs where MKL runs narrower kernels
   bf16,    // under CPU bf16 autocast: torch::mm in bf16 (oneDNN: AMX or AVX512-BF16, float32 accumulation)
+  avx512bf16,  // under CPU bf16 autocast: the loss's own AVX512-BF16 product (cpu_gemm.h), float32 logits
 };
 
-/// "plain", "packed", "avx512" or "bf16".
+/// "plain", "packed", "avx512", "bf16" or "avx512bf16".
 const char* loss_products_name(LossProducts products);
+
+/// Whether the products are a bf16 run's (bf16, avx512bf16): bf16 under autocast only.
+inline bool bf16_products(LossProducts products) {
+  return products == LossProducts::bf16 || products == LossProducts::avx512bf16;
+}
 
 /// How the loss runs: rows of logits a chunk (0: automatic, as below) and, for CPU float32, what
 /// runs the products and the softmax rows. A plan with an empty row_kernel follows the switches
@@ -26,8 +32,9 @@ const char* loss_products_name(LossProducts products);
 /// arithmetic in every process (a run records its plan, loss_tuning.h's fixed_loss_plan). Either
 /// way, a path the CPU lacks (no MKL, no AVX-512F, no AVX2) runs as plain products or portable rows.
 /// Under bf16 autocast the products run in bf16 (as cuBLAS or oneDNN run them, bf16 logits), unless
-/// a fixed plan names float32 products of the CPU (packed, avx512); outside autocast bf16 products
-/// run as plain float32 ones (a bf16 run's float32 validation). On the CPU the softmax rows are
+/// a fixed plan names float32 products of the CPU (packed, avx512); avx512bf16 products round the
+/// operands to bf16 but keep the logits float32. Outside autocast (a bf16 run's float32 validation)
+/// bf16 products run as plain float32 ones, avx512bf16 ones as avx512 ones. On the CPU the softmax rows are
 /// float32 either way, and take the row kernel the plan or the switches give.
 struct LossPlan {
   int64_t chunk_rows = 0;

@@ -47,8 +47,9 @@ std::string fast_paths() {
 
 /// The plans measured for the loss under CPU bf16 autocast: bf16 products (the reference in the
 /// fixed rule's chunk, then the chunk candidates) and, where the CPU has AVX-512F, the loss's own
-/// float32 AVX-512 products in the long chunks; each with the best row kernel named (a fixed plan,
-/// so that float32 products stay float32 under autocast).
+/// float32 AVX-512 products in the long chunks, and where it has AVX512-BF16 the loss's own bf16
+/// products in the same chunks; each with the best row kernel named (a fixed plan, so that float32
+/// products stay float32 under autocast).
 std::vector<LossPlan> bf16_plan_candidates(int64_t rows, int64_t vocab) {
   const std::string rows_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
   const int64_t reference_rows = std::min(rows, default_loss_chunk_rows(vocab));
@@ -59,6 +60,9 @@ std::vector<LossPlan> bf16_plan_candidates(int64_t rows, int64_t vocab) {
   if (has_avx512_gemm())
     for (const int64_t n : chunks)
       if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512, rows_kernel});
+  if (has_avx512_bf16_gemm())
+    for (const int64_t n : chunks)
+      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512bf16, rows_kernel});
   return plans;
 }
 
@@ -195,7 +199,8 @@ std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
   return candidates;
 }
 
-std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab) {
+std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab, bool bf16) {
+  if (bf16) return bf16_plan_candidates(rows, vocab);
   const bool packing = PackedRightOperand::available();
   const LossPlan reference = reference_plan(rows, vocab);
   std::vector<LossPlan> plans{reference};
@@ -228,7 +233,8 @@ int64_t forced_loss_chunk_rows() {
 }
 
 std::optional<LossProducts> loss_products_named(const std::string& name) {
-  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512, LossProducts::bf16})
+  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512, LossProducts::bf16,
+                              LossProducts::avx512bf16})
     if (name == loss_products_name(products)) return products;
   return std::nullopt;
 }
@@ -243,7 +249,7 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16) {
       static std::once_flag warned;
       std::call_once(warned, [&] {
         log::warn(sinkgate_env_name("LOSS_PRODUCTS") + "='" + std::string(named) +
-                  "' is not plain, packed, avx512 or bf16; ignored");
+                  "' is not plain, packed, avx512, bf16 or avx512bf16; ignored");
       });
     }
   }
@@ -263,11 +269,11 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16) {
   std::lock_guard<std::mutex> lock(mutex);
   const std::string key = cpu_model_name() + "\t" + std::to_string(at::get_num_threads()) + "\t" + std::to_string(rows) + "\t" +
                           std::to_string(width) + "\t" + std::to_string(vocab) + "\t" +
-                          fast_paths() + (bf16 ? "\tbf16" : "");
+                          fast_paths() + (bf16 ? std::string("\tbf16") + (has_avx512_bf16_gemm() ? "+avx512bf16-gemm" : "") : "");
   if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
   std::optional<LossPlan> best = read_cached(key);
   if (!best) {
-    const auto candidates = bf16 ? bf16_plan_candidates(rows, vocab) : loss_plan_candidates(rows, vocab);
+    const auto candidates = loss_plan_candidates(rows, vocab, bf16);
     log::info(std::string("sinkgate: timing the CPU ") + (bf16 ? "bf16 " : "") + "loss's " + std::to_string(candidates.size()) + " plans for " + std::to_string(rows) +
               " x " + std::to_string(width) + " x " + std::to_string(vocab) + " on " +
               std::to_string(at::get_num_threads()) + " threads (once for this machine; SINKGATE_LOSS_TUNING=0 skips it)");
@@ -290,7 +296,8 @@ LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t 
   if (cpu_bf16) {  // the CPU loss under bf16 autocast: bf16 products, or the float32 AVX-512 ones where faster
     LossPlan plan = loss_plan(rows, width, vocab, /*bf16=*/true);
     // Plain products under autocast are bf16 ones: named so.
-    if (plan.products == LossProducts::plain || (plan.products == LossProducts::avx512 && !has_avx512_gemm()))
+    if (plan.products == LossProducts::plain || (plan.products == LossProducts::avx512 && !has_avx512_gemm()) ||
+        (plan.products == LossProducts::avx512bf16 && !has_avx512_bf16_gemm()))
       plan.products = LossProducts::bf16;
     plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
     return plan;
@@ -302,7 +309,7 @@ LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t 
   LossPlan plan = loss_plan(rows, width, vocab);
   // What the switches let run (SINKGATE_CPU_KERNELS), named, as the automatic plan runs it.
   if ((plan.products == LossProducts::packed && !PackedRightOperand::available()) ||
-      (plan.products == LossProducts::avx512 && !has_avx512_gemm()) || plan.products == LossProducts::bf16)
+      (plan.products == LossProducts::avx512 && !has_avx512_gemm()) || bf16_products(plan.products))
     plan.products = LossProducts::plain;
   plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
   return plan;
@@ -316,6 +323,8 @@ std::string loss_plan_missing(const LossPlan& plan) {
     missing.emplace_back("AVX-512 products (the CPU has no AVX-512F)");
   if (plan.products == LossProducts::bf16 && cpu_bf16_features().empty())
     missing.emplace_back("bf16 products (" + cpu_bf16_missing() + ")");
+  if (plan.products == LossProducts::avx512bf16 && !cpu_has_avx512_bf16_gemm())
+    missing.emplace_back("AVX512-BF16 products (the CPU has no AVX512-BF16)");
   if ((plan.row_kernel == "avx512f" || plan.row_kernel == "avx2") && !cpu_has_row_kernel(plan.row_kernel))
     missing.emplace_back(plan.row_kernel + " rows (the CPU lacks " +
                          (plan.row_kernel == "avx2" ? std::string("AVX2 with FMA") : std::string("AVX-512F")) + ")");
@@ -330,6 +339,8 @@ LossPlan runnable_loss_plan(const LossPlan& plan) {
       (out.products == LossProducts::avx512 && !cpu_has_avx512_gemm()) ||
       (out.products == LossProducts::bf16 && cpu_bf16_features().empty()))
     out.products = LossProducts::plain;
+  if (out.products == LossProducts::avx512bf16 && !cpu_has_avx512_bf16_gemm())  // oneDNN's bf16 products, if any
+    out.products = cpu_bf16_features().empty() ? LossProducts::plain : LossProducts::bf16;
   if ((out.row_kernel == "avx512f" || out.row_kernel == "avx2") && !cpu_has_row_kernel(out.row_kernel))
     out.row_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
   return out;
@@ -354,8 +365,8 @@ LossPlan named_plan(const LossPlanRequest& request, const std::string& prefix, b
                 request.text + " only the chunk of " + std::to_string(request.chunk_rows) + " rows applies");
     return {request.chunk_rows, LossProducts::plain, "portable"};
   }
-  if (request.products == "bf16" && !request.cpu_bf16)
-    throw UsageError("loss_plan " + request.text + " names bf16 products, which run in a bf16 run only",
+  if ((request.products == "bf16" || request.products == "avx512bf16") && !request.cpu_bf16)
+    throw UsageError("loss_plan " + request.text + " names " + request.products + " products, which run in a bf16 run only",
                      "train with --precision bf16, or name float32 products (plain, packed, avx512)");
   LossPlan plan{request.chunk_rows, *loss_products_named(request.products),
                 !request.row_kernel.empty() ? request.row_kernel

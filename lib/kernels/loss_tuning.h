@@ -20,7 +20,7 @@
 // the shape and which CPU fast paths run (cpu_kernels.h), so that a machine measures once (about 12 s at
 // tier cpu on two threads).
 // SINKGATE_LOSS_CHUNK_ROWS=N forces the chunk (on a GPU too, to measure there) and
-// SINKGATE_LOSS_PRODUCTS=plain|packed|avx512 the products (SINKGATE_LOSS_PACKED=0|1: plain or
+// SINKGATE_LOSS_PRODUCTS=plain|packed|avx512|bf16|avx512bf16 the products (SINKGATE_LOSS_PACKED=0|1: plain or
 // packed, where SINKGATE_LOSS_PRODUCTS is unset); either one skips the measurement (the other keeps
 // the reference's value). SINKGATE_LOSS_TUNING=0 keeps the reference. (The old names SG_LOSS_* still
 // work, with a warning.)
@@ -48,13 +48,14 @@ std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab);
 /// GEMM is present. What runs where nothing is measured.
 LossPlan reference_plan(int64_t rows, int64_t vocab);
 
-/// The plans measured for a loss of this shape: the reference first (see the file comment).
-std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab);
+/// The plans measured for a loss of this shape: the reference first (see the file comment); with
+/// `bf16`, those a CPU bf16 run measures under autocast (loss_plan's).
+std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab, bool bf16 = false);
 
 /// The plan for the CPU float32 loss of this shape (see the file comment); with `bf16`, for the
 /// CPU loss under bf16 autocast (a bf16 run): bf16 products in the fixed rule's chunk (the
-/// reference) against bf16 products in the other chunks and the float32 AVX-512 products, measured
-/// the same way and cached under their own key.
+/// reference) against bf16 products in the other chunks, the float32 AVX-512 products and the
+/// loss's own AVX512-BF16 products, measured the same way and cached under their own key.
 LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16 = false);
 
 /// SINKGATE_LOSS_CHUNK_ROWS as a positive number of rows, or 0 when it is unset (or not one: warned once).

@@ -268,7 +268,7 @@ LossPlanSpec parse_loss_plan(const std::string& text) {
   if (text == "auto") return spec;
   const auto fail = [&](const std::string& why) -> LossPlanSpec {
     throw UsageError("field 'loss_plan': '" + text + "' " + why,
-                     "loss_plan is auto, or ROWS:PRODUCTS[:ROW_KERNEL] with PRODUCTS plain, packed, avx512 or bf16 and "
+                     "loss_plan is auto, or ROWS:PRODUCTS[:ROW_KERNEL] with PRODUCTS plain, packed, avx512, bf16 or avx512bf16 and "
                      "ROW_KERNEL avx512f, avx2 or portable, e.g. --set loss_plan=2048:avx512");
   };
   std::vector<std::string> parts;
@@ -289,8 +289,9 @@ LossPlanSpec parse_loss_plan(const std::string& text) {
   if (used == 0 || used != parts[0].size() || rows <= 0) return fail("needs a positive number of rows before ':'");
   spec.chunk_rows = rows;
   spec.products = parts[1];
-  if (spec.products != "plain" && spec.products != "packed" && spec.products != "avx512" && spec.products != "bf16")
-    return fail("names products '" + spec.products + "', not plain, packed, avx512 or bf16");
+  if (spec.products != "plain" && spec.products != "packed" && spec.products != "avx512" && spec.products != "bf16" &&
+      spec.products != "avx512bf16")
+    return fail("names products '" + spec.products + "', not plain, packed, avx512, bf16 or avx512bf16");
   if (parts.size() == 3) {
     spec.row_kernel = parts[2];
     if (spec.row_kernel != "avx512f" && spec.row_kernel != "avx2" && spec.row_kernel != "portable")

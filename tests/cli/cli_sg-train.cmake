@@ -74,7 +74,7 @@ $<TARGET_FILE:sg-info> --format json \"$d/run.h5\" | ${SG_PYTHON} -c 'import jso
 set +e; $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --set loss_plan=2048:fastest -o \"$d/bad.h5\" 2>&1; echo \"exit $?\"")
 set_tests_properties("cli: sg-train records its loss plan, --resume keeps it, --set loss_plan replaces it with a warning" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
-  PASS_REGULAR_EXPRESSION "  loss plan +32:plain:[a-z0-9]+ \\(chunks of 32 rows, plain products, [a-z0-9]+ softmax rows; kept by --resume\\)\nsg-train \\[tiny/baseline/0\\] loss plan 32:plain:[a-z0-9]+, the run's own \\(recorded in its file\\); SINKGATE_LOSS_CHUNK_ROWS would choose a new run's plan, not this one's: --set loss_plan=... replaces it\nsg-train: warning: loss plan 64:plain:[a-z0-9]+ replaces the run's 32:plain:[a-z0-9]+ \\(--set loss_plan\\): the resumed run will not be bitwise identical to an uninterrupted one\njson: 64:plain:[a-z0-9]+\nsg-train: error: field 'loss_plan': '2048:fastest' names products 'fastest', not plain, packed, avx512 or bf16\n.*exit 2")
+  PASS_REGULAR_EXPRESSION "  loss plan +32:plain:[a-z0-9]+ \\(chunks of 32 rows, plain products, [a-z0-9]+ softmax rows; kept by --resume\\)\nsg-train \\[tiny/baseline/0\\] loss plan 32:plain:[a-z0-9]+, the run's own \\(recorded in its file\\); SINKGATE_LOSS_CHUNK_ROWS would choose a new run's plan, not this one's: --set loss_plan=... replaces it\nsg-train: warning: loss plan 64:plain:[a-z0-9]+ replaces the run's 32:plain:[a-z0-9]+ \\(--set loss_plan\\): the resumed run will not be bitwise identical to an uninterrupted one\njson: 64:plain:[a-z0-9]+\nsg-train: error: field 'loss_plan': '2048:fastest' names products 'fastest', not plain, packed, avx512, bf16 or avx512bf16\n.*exit 2")
 
 # The precision is part of the run too: --precision bf16 is refused, naming what is missing, where
 # the CPU's bf16 instructions are absent or masked (SINKGATE_CPU_KERNELS=avx2); where they are
@@ -92,6 +92,19 @@ else echo 'this CPU has no bf16 instructions'; fi")
 set_tests_properties("cli: sg-train --precision bf16 is refused without bf16 instructions, else recorded and kept by --resume" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "refused with 2: [^\n]*\nsg-train: error: precision bf16 on the CPU needs bf16 matrix instructions \\(AVX512-BF16 or AMX-BF16\\), but the CPU kernels are capped at AVX2 \\(SINKGATE_CPU_KERNELS=avx2\\)[^\n]*\nhint: train in float32[^\n]*\n(this CPU has no bf16 instructions|  loss plan +[0-9]+:bf16:[a-z0-9]+ [^\n]*\n  precision +bf16 \\(bf16 matrix products, float32 master weights[^\n]*\nsg-train: error: --resume continues the run in [^ ]*run.h5 as it was configured, but the command line asks for precision float32 \\(the file: bf16\\)[^\n]*\n.*exit 2)")
+
+# The loss's own AVX512-BF16 products are a bf16 run's plan: named in a float32 run they are
+# refused by name; in a bf16 run (where the CPU has AVX512-BF16) recorded and printed by sg-info.
+add_test(NAME "cli: sg-train takes avx512bf16 loss products in a bf16 run only"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/own-bf16'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
+set +e; $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --set loss_plan=32:avx512bf16 -o \"$d/float.h5\" 2>&1; echo \"exit $?\"; set -e
+if grep -qE '^flags.* avx512_bf16( |$)' /proc/cpuinfo; then
+  $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --precision bf16 --set loss_plan=32:avx512bf16 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
+  $<TARGET_FILE:sg-info> \"$d/run.h5\" | grep -E '^  loss plan '
+else echo '  loss plan 32:avx512bf16:none (this CPU has no AVX512-BF16)'; fi")
+set_tests_properties("cli: sg-train takes avx512bf16 loss products in a bf16 run only" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "sg-train: error: loss_plan 32:avx512bf16 names avx512bf16 products, which run in a bf16 run only\nhint: train with --precision bf16[^\n]*\nexit 2\n  loss plan +32:avx512bf16:[a-z0-9]+ ")
 
 # A sweep: two runs of one tier, arm and seed apart only by a hyperparameter stay apart in every
 # table made from them: --label iters=N becomes a key column (and `run` names each file), so

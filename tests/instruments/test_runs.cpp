@@ -9,6 +9,7 @@
 
 #include "lib/base/log.h"
 #include "lib/instruments/runs.h"
+#include "lib/kernels/cpu_gemm.h"
 #include "lib/kernels/cpu_kernels.h"
 #include "lib/kernels/loss_tuning.h"
 #include "lib/text/token_file.h"
@@ -103,4 +104,20 @@ TEST_CASE("measure_runs scores a run with the loss plan its file records, whatev
   ::unsetenv("SINKGATE_LOSS_PRODUCTS");
   std::remove(run_path.c_str());
   std::remove(tokens_path.c_str());
+}
+
+TEST_CASE("measuring_loss_plan runs a bf16 run's plan in float32: bf16 products as plain ones, avx512bf16 as avx512") {
+  auto config = sg::make_run_config("tiny", "baseline", 1);
+  config.train.precision = "bf16";
+  config.train.loss_plan = "512:bf16:portable";
+  auto measured = sg::measuring_loss_plan(config, torch::kCPU);
+  CHECK(measured.plan.products == sg::LossProducts::plain);
+  CHECK(measured.plan.chunk_rows == 512);
+  CHECK_THAT(measured.text, Catch::Contains("the bf16 run's 512:bf16:portable in float32"));
+  config.train.loss_plan = "2048:avx512bf16:portable";
+  measured = sg::measuring_loss_plan(config, torch::kCPU);
+  // avx512 where this CPU has AVX-512F; elsewhere what it runs instead, said so.
+  CHECK(measured.plan.products == (sg::cpu_has_avx512_gemm() ? sg::LossProducts::avx512 : sg::LossProducts::plain));
+  CHECK(measured.replaced == !sg::cpu_has_avx512_gemm());
+  CHECK(measured.plan.chunk_rows == 2048);
 }

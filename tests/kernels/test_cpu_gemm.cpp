@@ -1,9 +1,10 @@
-// Tests of lib/kernels/cpu_gemm (the loss's AVX-512 matrix product) against float64 products
-// computed by torch in double, over shapes on and off its tile and block edges, every stride
+// Tests of lib/kernels/cpu_gemm (the loss's AVX-512 matrix products, float32 and bf16) against
+// float64 products computed by torch in double (of bf16-rounded operands for the bf16 product), over shapes on and off its tile and block edges, every stride
 // pattern the loss passes (row-major and transposed operands), accumulation, and threads.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -108,6 +109,112 @@ TEST_CASE("gemm_avx512: the same product on one thread and on several") {
   // Each element's sum runs in the same order whichever thread computes it.
   CHECK(torch::equal(results[0], results[1]));
   CHECK(torch::equal(results[0], results[2]));
+}
+
+/// The float64 product of a and b (k × n) rounded to bf16 first, as gemm_avx512_bf16 rounds its
+/// operands (to nearest even; torch's own conversion, not the kernel's).
+torch::Tensor bf16_reference(const torch::Tensor& a, const torch::Tensor& b) {
+  return torch::mm(a.to(torch::kBFloat16).to(torch::kDouble), b.to(torch::kBFloat16).to(torch::kDouble));
+}
+
+TEST_CASE("gemm_avx512_bf16: products of bf16-rounded operands against float64, on and off the tile, pair and block edges") {
+  if (!sg::cpu_has_avx512_bf16_gemm()) {
+    WARN("no AVX512-BF16 on this CPU: gemm_avx512_bf16 not tested (bf16 runs use oneDNN's products)");
+    return;
+  }
+  torch::manual_seed(6);
+  // m around the 12-row tile and the 120-row block, n around the 32-column tile and the 16-column
+  // half panel, k odd and even around the 32-k packing step and the 512-k block.
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes{
+      {1, 1, 1},   {12, 32, 512}, {13, 33, 513}, {11, 31, 511}, {121, 17, 5}, {7, 3100, 40},
+      {250, 64, 1100}, {3, 5, 33}, {240, 96, 1024}, {25, 47, 31},
+  };
+  for (const auto& [m, n, k] : shapes)
+    for (bool a_transposed : {false, true})
+      for (bool b_transposed : {false, true})
+        for (bool accumulate : {false, true}) {
+          INFO("m " << m << " n " << n << " k " << k << (a_transposed ? " a transposed" : "")
+                    << (b_transposed ? " b transposed" : "") << (accumulate ? " accumulating" : ""));
+          const auto a = torch::randn({m, k}), b = torch::randn({n, k}).t();  // b (k, n)
+          const auto before = torch::randn({m, n + 3});
+          const auto x = operand(a, a_transposed), y = operand(b, b_transposed);
+          auto c = before.clone();
+          sg::gemm_avx512_bf16(m, n, k, x.view, y.view, c.data_ptr<float>(), n + 3, accumulate);
+          auto expected = bf16_reference(a, b);
+          if (accumulate) expected += before.narrow(1, 0, n).to(torch::kDouble);
+          const auto got = c.narrow(1, 0, n).to(torch::kDouble);
+          // Products of bf16 values are exact in float32; their float32 sums err by ~ k eps sum |a b|.
+          const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
+          const double worst = ((got - expected).abs() / scale).max().item<double>();
+          INFO("largest error / (sum |a b| + 1): " << worst);
+          CHECK(worst < 1.2e-7 * static_cast<double>(std::min<int64_t>(k, 512)) + 1e-6);
+          CHECK(torch::equal(c.narrow(1, n, 3), before.narrow(1, n, 3)));
+          // The operands were rounded: the float32 product differs by far more than the bound above.
+          if (k >= 32) {
+            const auto exact = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
+            CHECK(((got - exact).abs() / scale).max().item<double>() > 1e-4);
+          }
+        }
+}
+
+TEST_CASE("gemm_avx512_bf16: operands with no unit stride, rounding ties, subnormals and NaN as vcvtneps2bf16 treats them") {
+  if (!sg::cpu_has_avx512_bf16_gemm()) return;
+  torch::manual_seed(7);
+  const int64_t m = 29, n = 45, k = 301;
+  const auto wide_a = torch::randn({m, 2 * k}), wide_b = torch::randn({2 * k, 2 * n});
+  const auto a = wide_a.index({torch::indexing::Slice(), torch::indexing::Slice(0, 2 * k, 2)});
+  const auto b = wide_b.index({torch::indexing::Slice(0, 2 * k, 2), torch::indexing::Slice(1, 2 * n, 2)});
+  auto c = torch::empty({m, n});
+  sg::gemm_avx512_bf16(m, n, k, {wide_a.data_ptr<float>(), 2 * k, 2}, {wide_b.data_ptr<float>() + 1, 2 * (2 * n), 2},
+                       c.data_ptr<float>(), n, false);
+  const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
+  CHECK(((c.to(torch::kDouble) - bf16_reference(a, b)).abs() / scale).max().item<double>() < 1.2e-7 * 512 + 1e-6);
+  // Single elements through every packing path (row-major, column-major, no unit stride): a tie
+  // rounds to even, a subnormal counts as zero, a NaN stays NaN.
+  const float tie_down = 1.0f + std::ldexp(1.0f, -8);              // halfway between 1 and 1 + 2^-7: to 1
+  const float tie_up = 1.0f + 3.0f * std::ldexp(1.0f, -8);         // halfway between 1 + 2^-7 and 1 + 2^-6: up
+  const float subnormal = std::ldexp(1.0f, -130);
+  for (const int64_t stride : {int64_t{1}, int64_t{3}}) {
+    INFO("stride " << stride);
+    std::vector<float> left(3 * stride, 0.0f), right(3 * stride, 0.0f);
+    left[0] = tie_down, left[stride] = tie_up, left[2 * stride] = 1.0f;
+    right[0] = 1.0f, right[stride] = 1.0f, right[2 * stride] = subnormal;
+    float out = -1.0f;
+    // a 1 × 3 row (k along a row of `left`), b 3 × 1 (k down a column of `right`).
+    sg::gemm_avx512_bf16(1, 1, 3, {left.data(), 3 * stride, stride}, {right.data(), stride, 1}, &out, 1, false);
+    CHECK(out == 1.0f + (1.0f + std::ldexp(1.0f, -6)));
+    // The same read transposed: a 3 × 1 column, b 1 × 3 row.
+    float outer[9];
+    sg::gemm_avx512_bf16(3, 3, 1, {left.data(), stride, 1}, {right.data(), 1, stride}, outer, 3, false);
+    CHECK(outer[0] == 1.0f);
+    CHECK(outer[3] == 1.0f + std::ldexp(1.0f, -6));
+    CHECK(outer[2] == 0.0f);  // tie_down's 1 × the subnormal, flushed
+    right[0] = std::nanf("");
+    sg::gemm_avx512_bf16(1, 1, 3, {left.data(), 3 * stride, stride}, {right.data(), stride, 1}, &out, 1, false);
+    CHECK(std::isnan(out));
+  }
+}
+
+TEST_CASE("gemm_avx512_bf16: the same product on one thread and on several, and k = 0") {
+  if (!sg::cpu_has_avx512_bf16_gemm()) return;
+  torch::manual_seed(8);
+  const auto a = torch::randn({200, 700}), b = torch::randn({700, 150});
+  const int previous = torch::get_num_threads();
+  std::vector<torch::Tensor> results;
+  for (int threads : {1, 2, 3}) {
+    torch::set_num_threads(threads);
+    auto c = torch::empty({200, 150});
+    sg::gemm_avx512_bf16(200, 150, 700, {a.data_ptr<float>(), 700, 1}, {b.data_ptr<float>(), 150, 1},
+                         c.data_ptr<float>(), 150, false);
+    results.push_back(c);
+  }
+  torch::set_num_threads(previous);
+  CHECK(torch::equal(results[0], results[1]));
+  CHECK(torch::equal(results[0], results[2]));
+  auto c = torch::ones({4, 5});
+  const float unused = 0.0f;
+  sg::gemm_avx512_bf16(4, 5, 0, {&unused, 0, 1}, {&unused, 5, 1}, c.data_ptr<float>(), 5, /*accumulate=*/false);
+  CHECK(torch::equal(c, torch::zeros({4, 5})));
 }
 
 TEST_CASE("lib/ is built with OpenMP: its at::parallel_for runs on torch's threads") {

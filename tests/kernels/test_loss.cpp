@@ -402,6 +402,11 @@ TEST_CASE("the CPU bf16 loss (each row kernel, float32 products where named) aga
   cases.push_back({{32, sg::LossProducts::bf16, ""}, true, true});  // the switches' rows
   if (sg::cpu_has_avx512_gemm()) cases.push_back({{32, sg::LossProducts::avx512, kernels.back()}, true, false});
   cases.push_back({{32, sg::LossProducts::bf16, kernels.back()}, false, false});
+  // The loss's own bf16 products: bf16 operands, float32 logits; without autocast plain float32.
+  if (sg::cpu_has_avx512_bf16_gemm()) {
+    cases.push_back({{32, sg::LossProducts::avx512bf16, kernels.back()}, true, true});
+    cases.push_back({{32, sg::LossProducts::avx512bf16, kernels.back()}, false, false});
+  }
   for (const auto& c : cases) {
     INFO(sg::loss_plan_text(c.plan) << (c.autocast ? " under bf16 autocast" : " without autocast"));
     auto hidden = hidden0.clone().requires_grad_(true);
@@ -429,15 +434,37 @@ TEST_CASE("the CPU bf16 loss (each row kernel, float32 products where named) aga
       CHECK(hidden_error < 2 * logit_rounding + 1e-2);
       CHECK(weight_error < 2 * logit_rounding + 1e-2);
       CHECK(std::max(hidden_error, weight_error) > 1e-5);  // bf16 ran: float32 would leave about 1e-7
+      // The own bf16 products keep the logits float32: on these bf16-exact operands the loss is
+      // float32's (the gradients' products still round E and hidden / (sN) to bf16).
+      if (c.plan.products == sg::LossProducts::avx512bf16) CHECK(loss_error < 1e-5);
     } else {
       CHECK(loss_error < 1e-5);
       CHECK(hidden_error < 1e-5);
       CHECK(weight_error < 1e-5);
     }
   }
+  // Outside autocast (a bf16 run's float32 validation) avx512bf16 products are the float32
+  // AVX-512 ones, bit for bit.
+  if (sg::cpu_has_avx512_gemm()) {
+    const auto float32_loss = [&](sg::LossProducts products) {
+      auto hidden = hidden0.clone().requires_grad_(true);
+      auto weight = weight0.clone().requires_grad_(true);
+      auto loss = sg::linear_cross_entropy(hidden, weight, targets, sg::LossPlan{32, products, kernels.back()});
+      loss.backward();
+      return std::vector<torch::Tensor>{loss.detach(), hidden.grad(), weight.grad()};
+    };
+    const auto own = float32_loss(sg::LossProducts::avx512), validation = float32_loss(sg::LossProducts::avx512bf16);
+    for (size_t i = 0; i < own.size(); ++i) CHECK(torch::equal(own[i], validation[i]));
+  }
   // The plan names its products and what the CPU lacks for them.
   CHECK(sg::loss_plan_text({1024, sg::LossProducts::bf16, "avx512f"}) == "1024:bf16:avx512f");
   CHECK(sg::loss_products_named("bf16") == sg::LossProducts::bf16);
+  CHECK(sg::loss_products_named("avx512bf16") == sg::LossProducts::avx512bf16);
+  if (!sg::cpu_has_avx512_bf16_gemm()) {
+    CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::avx512bf16, "portable"}), Catch::Contains("AVX512-BF16"));
+    CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::avx512bf16, "portable"}).products !=
+          sg::LossProducts::avx512bf16);
+  }
   if (sg::cpu_bf16_features().empty()) {
     CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::bf16, "portable"}), Catch::Contains("bf16 products"));
     CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::bf16, "portable"}).products == sg::LossProducts::plain);
