@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -29,20 +30,16 @@ Operand operand(const torch::Tensor& matrix, bool transposed) {
   return {storage, {storage.data_ptr<float>(), 1, storage.size(1)}};
 }
 
-}  // namespace
+/// One of the products under test: gemm_avx512 or gemm_avx512_bf16.
+using Gemm = void (*)(int64_t, int64_t, int64_t, sg::StridedMatrix, sg::StridedMatrix, float*, int64_t, bool);
 
-TEST_CASE("gemm_avx512: products against float64 on and off the tile and block edges, every stride pattern") {
-  if (!sg::has_avx512_gemm()) {
-    WARN("no AVX-512F on this CPU: gemm_avx512 not tested (the loss uses MKL or torch::mm)");
-    return;
-  }
-  torch::manual_seed(3);
-  // m around the 12-row tile and the 120-row block, n around the 32-column tile and the
-  // 3,072-column block, k around the 256-deep block.
-  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes{
-      {1, 1, 1},     {12, 32, 256}, {13, 33, 257}, {11, 31, 255}, {121, 17, 5},
-      {7, 3100, 40}, {250, 64, 600}, {3, 5, 1000}, {240, 96, 512},
-  };
+/// Runs `gemm` over the shapes, both layouts of each operand and with and without accumulation,
+/// against float64 products of the operands as `round` gives them (the identity, or bf16): the
+/// error of each element, over sum |a b| + 1, within 1.2e-7 times min(k, block_depth) + 1e-6
+/// (float32 sums of k exact-enough products, in blocks); c's padding past each row untouched.
+/// `rounded`: the products differ from the unrounded operands' by more than 1e-4 of that scale.
+void check_products(Gemm gemm, const std::vector<std::tuple<int64_t, int64_t, int64_t>>& shapes, int64_t block_depth,
+                    const std::function<torch::Tensor(const torch::Tensor&)>& round, bool rounded) {
   for (const auto& [m, n, k] : shapes)
     for (bool a_transposed : {false, true})
       for (bool b_transposed : {false, true})
@@ -53,18 +50,37 @@ TEST_CASE("gemm_avx512: products against float64 on and off the tile and block e
           const auto before = torch::randn({m, n + 3});  // c with a row stride wider than its row
           const auto x = operand(a, a_transposed), y = operand(b, b_transposed);
           auto c = before.clone();
-          sg::gemm_avx512(m, n, k, x.view, y.view, c.data_ptr<float>(), n + 3, accumulate);
-          auto expected = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
+          gemm(m, n, k, x.view, y.view, c.data_ptr<float>(), n + 3, accumulate);
+          auto expected = torch::mm(round(a).to(torch::kDouble), round(b).to(torch::kDouble));
           if (accumulate) expected += before.narrow(1, 0, n).to(torch::kDouble);
           const auto got = c.narrow(1, 0, n).to(torch::kDouble);
-          // float32 sums of k products: error ~ k · eps · sum |a_ik b_kj|.
           const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
           const double worst = ((got - expected).abs() / scale).max().item<double>();
           INFO("largest error / (sum |a b| + 1): " << worst);
-          CHECK(worst < 1.2e-7 * static_cast<double>(std::min<int64_t>(k, 256)) + 1e-6);
-          // The padding past each row of c is untouched.
+          CHECK(worst < 1.2e-7 * static_cast<double>(std::min(k, block_depth)) + 1e-6);
           CHECK(torch::equal(c.narrow(1, n, 3), before.narrow(1, n, 3)));
+          if (rounded && k >= 32) {
+            auto exact = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
+            if (accumulate) exact += before.narrow(1, 0, n).to(torch::kDouble);
+            CHECK(((got - exact).abs() / scale).max().item<double>() > 1e-4);
+          }
         }
+}
+
+}  // namespace
+
+TEST_CASE("gemm_avx512: products against float64 on and off the tile and block edges, every stride pattern") {
+  if (!sg::has_avx512_gemm()) {
+    WARN("no AVX-512F on this CPU: gemm_avx512 not tested (the loss uses MKL or torch::mm)");
+    return;
+  }
+  torch::manual_seed(3);
+  // m around the 12-row tile and the 120-row block, n around the 32-column tile and the
+  // 3,072-column block, k around the 256-deep block.
+  check_products(sg::gemm_avx512,
+                 {{1, 1, 1}, {12, 32, 256}, {13, 33, 257}, {11, 31, 255}, {121, 17, 5}, {7, 3100, 40}, {250, 64, 600},
+                  {3, 5, 1000}, {240, 96, 512}},
+                 256, [](const torch::Tensor& t) { return t; }, /*rounded=*/false);
 }
 
 TEST_CASE("gemm_avx512: operands with no unit stride (every other element of a wider matrix)") {
@@ -124,37 +140,12 @@ TEST_CASE("gemm_avx512_bf16: products of bf16-rounded operands against float64, 
   }
   torch::manual_seed(6);
   // m around the 12-row tile and the 120-row block, n around the 32-column tile and the 16-column
-  // half panel, k odd and even around the 32-k packing step and the 512-k block.
-  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes{
-      {1, 1, 1},   {12, 32, 512}, {13, 33, 513}, {11, 31, 511}, {121, 17, 5}, {7, 3100, 40},
-      {250, 64, 1100}, {3, 5, 33}, {240, 96, 1024}, {25, 47, 31},
-  };
-  for (const auto& [m, n, k] : shapes)
-    for (bool a_transposed : {false, true})
-      for (bool b_transposed : {false, true})
-        for (bool accumulate : {false, true}) {
-          INFO("m " << m << " n " << n << " k " << k << (a_transposed ? " a transposed" : "")
-                    << (b_transposed ? " b transposed" : "") << (accumulate ? " accumulating" : ""));
-          const auto a = torch::randn({m, k}), b = torch::randn({n, k}).t();  // b (k, n)
-          const auto before = torch::randn({m, n + 3});
-          const auto x = operand(a, a_transposed), y = operand(b, b_transposed);
-          auto c = before.clone();
-          sg::gemm_avx512_bf16(m, n, k, x.view, y.view, c.data_ptr<float>(), n + 3, accumulate);
-          auto expected = bf16_reference(a, b);
-          if (accumulate) expected += before.narrow(1, 0, n).to(torch::kDouble);
-          const auto got = c.narrow(1, 0, n).to(torch::kDouble);
-          // Products of bf16 values are exact in float32; their float32 sums err by ~ k eps sum |a b|.
-          const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
-          const double worst = ((got - expected).abs() / scale).max().item<double>();
-          INFO("largest error / (sum |a b| + 1): " << worst);
-          CHECK(worst < 1.2e-7 * static_cast<double>(std::min<int64_t>(k, 512)) + 1e-6);
-          CHECK(torch::equal(c.narrow(1, n, 3), before.narrow(1, n, 3)));
-          // The operands were rounded: the float32 product differs by far more than the bound above.
-          if (k >= 32) {
-            const auto exact = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
-            CHECK(((got - exact).abs() / scale).max().item<double>() > 1e-4);
-          }
-        }
+  // half panel, k odd and even around the 32-k packing step and the 512-k block. The operands are
+  // rounded (the last check): the products differ from float32's by far more than the bound.
+  check_products(sg::gemm_avx512_bf16,
+                 {{1, 1, 1}, {12, 32, 512}, {13, 33, 513}, {11, 31, 511}, {121, 17, 5}, {7, 3100, 40},
+                  {250, 64, 1100}, {3, 5, 33}, {240, 96, 1024}, {25, 47, 31}},
+                 512, [](const torch::Tensor& t) { return t.to(torch::kBFloat16); }, /*rounded=*/true);
 }
 
 TEST_CASE("gemm_avx512_bf16: operands with no unit stride, rounding ties, subnormals and NaN as vcvtneps2bf16 treats them") {
