@@ -252,10 +252,63 @@ inline __mmask16 first_lanes(int64_t count) {
   return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
 }
 
+/// The lanes below `count` (0 to 32) of 16-bit elements.
+inline __mmask32 first_halves(int64_t count) {
+  return count >= 32 ? __mmask32(0xFFFFFFFFu) : count <= 0 ? __mmask32(0) : __mmask32((1u << count) - 1);
+}
+
+/// pack_a_bf16 for a bf16 matrix: its elements are the packed words' halves already.
+__attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) void pack_a_from_bf16(const StridedMatrix& a, int64_t i0,
+                                                                                       int64_t mc, int64_t k0, int64_t kc,
+                                                                                       uint32_t* out) {
+  constexpr __mmask16 tile_lanes = (1u << kTileRows) - 1;
+  const int64_t pairs = (kc + 1) / 2;
+  for (int64_t t = 0; t < mc; t += kTileRows) {
+    const int64_t rows = std::min(kTileRows, mc - t);
+    uint32_t* panel = out + t * pairs;
+    if (a.column_stride == 1) {  // row-major: 32 k of a row are its 16 pair words; 12 rows transposed
+      const uint16_t* source = a.bf16 + (i0 + t) * a.row_stride + k0;
+      for (int64_t k = 0; k < kc; k += 32) {
+        const __mmask32 present = first_halves(kc - k);  // an odd end's high half stays zero
+        __m512 v[16];
+        for (int r = 0; r < 16; ++r)
+          v[r] = r < rows ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(present, source + r * a.row_stride + k))
+                          : _mm512_setzero_ps();
+        transpose_x16<3>(v);
+        const int64_t here = std::min<int64_t>(16, (kc - k + 1) / 2);
+        for (int64_t p = 0; p < here; ++p)
+          _mm512_mask_storeu_epi32(panel + (k / 2 + p) * kTileRows, tile_lanes, _mm512_castps_si512(v[p]));
+      }
+    } else if (a.row_stride == 1) {  // column-major: each k's rows are contiguous, paired with the next k's
+      const __mmask32 present = first_halves(rows);
+      const uint16_t* source = a.bf16 + k0 * a.column_stride + i0 + t;
+      for (int64_t p = 0; p < pairs; ++p) {
+        const __m512i low = _mm512_cvtepu16_epi32(
+            _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(present, source + 2 * p * a.column_stride)));
+        const __m512i high = 2 * p + 1 < kc ? _mm512_cvtepu16_epi32(_mm512_castsi512_si256(
+                                                  _mm512_maskz_loadu_epi16(present, source + (2 * p + 1) * a.column_stride)))
+                                            : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(panel + p * kTileRows, tile_lanes, _mm512_or_si512(low, _mm512_slli_epi32(high, 16)));
+      }
+    } else {
+      for (int64_t p = 0; p < pairs; ++p)
+        for (int64_t r = 0; r < kTileRows; ++r) {
+          const uint16_t* element = a.bf16 + (i0 + t + r) * a.row_stride + (k0 + 2 * p) * a.column_stride;
+          panel[p * kTileRows + r] =
+              r < rows ? element[0] | (2 * p + 1 < kc ? static_cast<uint32_t>(element[a.column_stride]) << 16 : 0u) : 0u;
+        }
+    }
+  }
+}
+
 /// a's block (rows [i0, i0 + mc), k in [k0, k0 + kc)) as ceil(mc / MR) panels of ceil(kc / 2) × MR
 /// pair words (pair p of row r at p * MR + r), rows past mc zero.
 __attribute__((target("avx512f,avx512bf16"), noinline)) void pack_a_bf16(const StridedMatrix& a, int64_t i0, int64_t mc,
                                                                          int64_t k0, int64_t kc, uint32_t* out) {
+  if (a.bf16) {
+    pack_a_from_bf16(a, i0, mc, k0, kc, out);
+    return;
+  }
   constexpr __mmask16 tile_lanes = (1u << kTileRows) - 1;
   const int64_t pairs = (kc + 1) / 2;
   for (int64_t t = 0; t < mc; t += kTileRows) {
@@ -414,6 +467,12 @@ void multiply_serial(int64_t m, int64_t n, int64_t k, const StridedMatrix& a, co
   }
 }
 
+/// The part of m from row i and column j on.
+StridedMatrix shifted(const StridedMatrix& m, int64_t i, int64_t j) {
+  const int64_t offset = i * m.row_stride + j * m.column_stride;
+  return {m.data ? m.data + offset : nullptr, m.row_stride, m.column_stride, m.bf16 ? m.bf16 + offset : nullptr};
+}
+
 /// c = [c +] a · b split over torch's threads: each takes a contiguous part of the longer side of
 /// c, in whole tiles (so that every element's sum runs in the same order on any thread count).
 template <class Steps>
@@ -434,13 +493,10 @@ void multiply_parallel(int64_t m, int64_t n, int64_t k, const StridedMatrix& a, 
       const int64_t begin = std::min(side, units * part / parts * unit);
       const int64_t end = std::min(side, units * (part + 1) / parts * unit);
       if (begin >= end) continue;
-      if (split_columns) {
-        const StridedMatrix b_part{b.data + begin * b.column_stride, b.row_stride, b.column_stride};
-        multiply_serial<Steps>(m, end - begin, k, a, b_part, c + begin, ldc, accumulate);
-      } else {
-        const StridedMatrix a_part{a.data + begin * a.row_stride, a.row_stride, a.column_stride};
-        multiply_serial<Steps>(end - begin, n, k, a_part, b, c + begin * ldc, ldc, accumulate);
-      }
+      if (split_columns)
+        multiply_serial<Steps>(m, end - begin, k, a, shifted(b, 0, begin), c + begin, ldc, accumulate);
+      else
+        multiply_serial<Steps>(end - begin, n, k, shifted(a, begin, 0), b, c + begin * ldc, ldc, accumulate);
     }
   });
 }
@@ -457,11 +513,13 @@ bool has_avx512_gemm() { return cpu_has_avx512_gemm() && cpu_kernels_enabled(); 
 void gemm_avx512(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                  bool accumulate) {
   if (!cpu_has_avx512_gemm()) throw std::logic_error("gemm_avx512: the CPU has no AVX-512F");
+  if (a.bf16 || b.bf16) throw std::invalid_argument("gemm_avx512: a bf16 operand (float32 products only)");
   multiply_parallel<Float32Steps>(m, n, k, a, b, c, ldc, accumulate);
 }
 
 bool cpu_has_avx512_bf16_gemm() {
-  static const bool cpu_has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  static const bool cpu_has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                              __builtin_cpu_supports("avx512bf16");
   return cpu_has;
 }
 
@@ -470,6 +528,7 @@ bool has_avx512_bf16_gemm() { return cpu_has_avx512_bf16_gemm() && cpu_kernels_e
 void gemm_avx512_bf16(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                       bool accumulate) {
   if (!cpu_has_avx512_bf16_gemm()) throw std::logic_error("gemm_avx512_bf16: the CPU has no AVX512-BF16");
+  if (b.bf16) throw std::invalid_argument("gemm_avx512_bf16: a bf16 right operand (only the left may be bf16)");
   multiply_parallel<Bf16Steps>(m, n, k, a, b, c, ldc, accumulate);
 }
 

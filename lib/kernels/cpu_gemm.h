@@ -13,11 +13,19 @@
 namespace sg {
 
 /// A float32 matrix read through strides: element (i, j) at data[i * row_stride + j * column_stride].
-/// A row-major (r × c) matrix is {data, c, 1}; its transpose {data, 1, c}.
+/// A row-major (r × c) matrix is {data, c, 1}; its transpose {data, 1, c}. With `bf16` set (and
+/// data null) a bf16 matrix instead, element (i, j) at bf16[i * row_stride + j * column_stride]:
+/// gemm_avx512_bf16 takes its left operand so (bf16_matrix).
 struct StridedMatrix {
   const float* data;
   int64_t row_stride, column_stride;
+  const uint16_t* bf16 = nullptr;
 };
+
+/// A bf16 matrix (bf16 bits, as c10::BFloat16 holds them) read through strides.
+inline StridedMatrix bf16_matrix(const uint16_t* data, int64_t row_stride, int64_t column_stride) {
+  return {nullptr, row_stride, column_stride, data};
+}
 
 /// Whether the loss takes gemm_avx512 where nobody named a path: the CPU has AVX-512F and the
 /// CPU fast paths are on (cpu_kernels.h's enable_cpu_kernels, SINKGATE_CPU_KERNELS).
@@ -42,9 +50,10 @@ bool cpu_has_avx512_bf16_gemm();
 
 /// gemm_avx512 in bf16: c (m × n, float32) = [c +] bf16(a) · bf16(b), a and b float32 rounded to
 /// bf16 (to nearest even, subnormals to zero: vcvtneps2bf16) as they are packed, their products
-/// summed in float32 by vdpbf16ps two k at a time (in blocks of 512 k). The CPU bf16 run's loss
-/// products: float32 logits, where oneDNN's bf16 products round them to bf16. Throws
-/// std::logic_error where !cpu_has_avx512_bf16_gemm().
+/// summed in float32 by vdpbf16ps two k at a time (in blocks of 512 k). `a` may be a bf16 matrix
+/// (bf16_matrix), read as it is. The CPU bf16 run's loss products: float32 logits, where oneDNN's
+/// bf16 products round them to bf16. Throws std::logic_error where !cpu_has_avx512_bf16_gemm(),
+/// and std::invalid_argument for a bf16 `b`.
 void gemm_avx512_bf16(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                       bool accumulate);
 

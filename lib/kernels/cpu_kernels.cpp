@@ -238,17 +238,29 @@ float bf16_to_float(uint16_t bits) {
   return value;
 }
 
-__attribute__((target("avx512f,avx512bf16"))) double exp_shifted_row_bf16(uint16_t* x, int64_t n, float* rowmax) {
+/// One row's element i as float32: a float32 row's, or a bf16 row's widened exactly.
+__attribute__((target("avx512f"), always_inline)) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+__attribute__((target("avx512f"), always_inline)) inline __m512 load16(const uint16_t* p) { return load_bf16(p); }
+inline float element(const float* p) { return *p; }
+inline float element(const uint16_t* p) { return bf16_to_float(*p); }
+
+/// exp_shifted_row's arithmetic on a row of `In` (float32 or bf16), its exponentials written
+/// rounded to bf16 to `out`. `out` may be the row itself, read as bf16 (in place) or, for a float32
+/// row, as the bf16 elements over its first half: element i is written at byte 2i after the
+/// elements up to i + 31 were read (at byte 4i and on), so nothing is overwritten before it is read.
+template <class In>
+__attribute__((target("avx512f,avx512bf16"))) double exp_shifted_row_to_bf16(const In* x, uint16_t* out, int64_t n,
+                                                                           float* rowmax) {
   const int64_t wide = n / 64 * 64;
   __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
   for (int64_t i = 0; i < wide; i += 64) {
-    m0 = _mm512_max_ps(m0, load_bf16(x + i));
-    m1 = _mm512_max_ps(m1, load_bf16(x + i + 16));
-    m2 = _mm512_max_ps(m2, load_bf16(x + i + 32));
-    m3 = _mm512_max_ps(m3, load_bf16(x + i + 48));
+    m0 = _mm512_max_ps(m0, load16(x + i));
+    m1 = _mm512_max_ps(m1, load16(x + i + 16));
+    m2 = _mm512_max_ps(m2, load16(x + i + 32));
+    m3 = _mm512_max_ps(m3, load16(x + i + 48));
   }
   float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
-  for (int64_t i = wide; i < n; ++i) m = std::max(m, bf16_to_float(x[i]));
+  for (int64_t i = wide; i < n; ++i) m = std::max(m, element(x + i));
   *rowmax = m;
   const __m512 shift = _mm512_set1_ps(m);
   double sum = 0.0;
@@ -256,18 +268,18 @@ __attribute__((target("avx512f,avx512bf16"))) double exp_shifted_row_bf16(uint16
     const int64_t end = std::min(wide, start + 2048);
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     for (int64_t i = start; i < end; i += 32) {
-      const __m512 e0 = exp_shifted(load_bf16(x + i), shift);
-      const __m512 e1 = exp_shifted(load_bf16(x + i + 16), shift);
-      store_bf16(x + i, e0);
-      store_bf16(x + i + 16, e1);
+      const __m512 e0 = exp_shifted(load16(x + i), shift);
+      const __m512 e1 = exp_shifted(load16(x + i + 16), shift);
+      store_bf16(out + i, e0);
+      store_bf16(out + i + 16, e1);
       s0 = _mm512_add_ps(s0, e0);
       s1 = _mm512_add_ps(s1, e1);
     }
     sum += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
   }
   for (int64_t i = wide; i < n; ++i) {
-    const float e = std::exp(bf16_to_float(x[i]) - m);
-    x[i] = c10::BFloat16(e).x;  // to nearest even
+    const float e = std::exp(element(x + i) - m);
+    out[i] = c10::BFloat16(e).x;  // to nearest even
     sum += static_cast<double>(e);
   }
   return sum;
@@ -283,7 +295,15 @@ bool cpu_has_bf16_rows() {
 void exp_shifted_rows_bf16(uint16_t* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {
   if (!cpu_has_bf16_rows()) throw std::logic_error("exp_shifted_rows_bf16: the CPU has no AVX512-BF16");
   at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) sums[r] = exp_shifted_row_bf16(x + r * stride, n, rowmax + r);
+    for (int64_t r = begin; r < end; ++r) sums[r] = exp_shifted_row_to_bf16(x + r * stride, x + r * stride, n, rowmax + r);
+  });
+}
+
+void exp_shifted_rows_to_bf16(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums) {
+  if (!cpu_has_bf16_rows()) throw std::logic_error("exp_shifted_rows_to_bf16: the CPU has no AVX512-BF16");
+  at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      sums[r] = exp_shifted_row_to_bf16(x + r * stride, reinterpret_cast<uint16_t*>(x + r * stride), n, rowmax + r);
   });
 }
 

@@ -100,4 +100,11 @@ bool cpu_has_bf16_rows();
 /// narrowing the exponentials back. Throws std::logic_error where !cpu_has_bf16_rows().
 void exp_shifted_rows_bf16(uint16_t* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums);
 
+/// The same on float32 rows (x: rows × n, row stride `stride` floats): rowmax and sums as
+/// exp_shifted_rows gives them, the exponentials written in bf16 (rounded as above) over the first
+/// half of each row's bytes, in place: element j of row r at ((uint16_t*) (x + r * stride))[j]. The
+/// CPU bf16 run's loss: float32 logits, bf16 exponentials for the gradient products, one pass.
+/// Throws std::logic_error where !cpu_has_bf16_rows().
+void exp_shifted_rows_to_bf16(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums);
+
 }  // namespace sg

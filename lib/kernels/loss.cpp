@@ -40,6 +40,16 @@ struct ChunkProducts {
   torch::Tensor weight_h;          // the weight in `low`, cast once
   bool own = false;                // the AVX-512 products: gemm_avx512, or gemm_avx512_bf16
   decltype(&gemm_avx512) gemm = gemm_avx512;
+  bool bf16_e = false;  // own bf16: E in bf16 over the first half of each logits row (exp_rows_to_bf16)
+
+  /// E (n × V) as the own products' left operand, or its transpose (V × n).
+  StridedMatrix e_matrix(const torch::Tensor& e, bool transposed) const {
+    if (bf16_e) {
+      const auto* bits = reinterpret_cast<const uint16_t*>(e.data_ptr<float>());
+      return transposed ? bf16_matrix(bits, 1, 2 * vocab) : bf16_matrix(bits, 2 * vocab, 1);
+    }
+    return transposed ? StridedMatrix{e.data_ptr<float>(), 1, vocab} : StridedMatrix{e.data_ptr<float>(), vocab, 1};
+  }
   torch::Tensor weight_c;          // own: the contiguous weight that w points into
   const float* w = nullptr;        // (V, C) row-major
   std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
@@ -65,7 +75,7 @@ struct ChunkProducts {
   torch::Tensor times_w(const torch::Tensor& e, const torch::Tensor& e_h, int64_t n) const {
     if (own) {
       auto product = torch::empty({n, width}, options);
-      gemm(n, width, vocab, {e.data_ptr<float>(), vocab, 1}, {w, width, 1}, product.data_ptr<float>(), width,
+      gemm(n, width, vocab, e_matrix(e, false), {w, width, 1}, product.data_ptr<float>(), width,
                   /*accumulate=*/false);
       return product;
     }
@@ -82,7 +92,7 @@ struct ChunkProducts {
                        const torch::Tensor& h_scaled, int64_t n, bool first) const {
     if (own) {
       const auto scaled = h_scaled.contiguous();
-      gemm(vocab, width, n, {e.data_ptr<float>(), 1, vocab}, {scaled.data_ptr<float>(), width, 1},
+      gemm(vocab, width, n, e_matrix(e, true), {scaled.data_ptr<float>(), width, 1},
                   grad_weight.data_ptr<float>(), width, /*accumulate=*/!first);
     } else if (low != math) {  // bf16 under autocast
       const auto part = torch::matmul(e_h.t(), h_scaled.to(low)).to(math);
@@ -107,6 +117,15 @@ std::pair<torch::Tensor, torch::Tensor> exp_rows(torch::Tensor& logits, int64_t 
   auto rowmax = torch::empty({n, 1}, logits.options());
   auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
   exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>(), isa);
+  return {rowmax, sums};
+}
+
+/// The same on float32 logits, E written in bf16 over the first half of each row
+/// (exp_shifted_rows_to_bf16): float32 logits and sums, bf16 E for the own bf16 products.
+std::pair<torch::Tensor, torch::Tensor> exp_rows_to_bf16(torch::Tensor& logits, int64_t n, int64_t vocab) {
+  auto rowmax = torch::empty({n, 1}, logits.options());
+  auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
+  exp_shifted_rows_to_bf16(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>());
   return {rowmax, sums};
 }
 
@@ -193,6 +212,10 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const bool own_float = named_products == LossProducts::avx512 || (named_products == LossProducts::avx512bf16 && !autocast);
     paths.own = own_bf16 || (cpu_float && own_float && (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm()));
     if (own_bf16) paths.gemm = gemm_avx512_bf16;
+    // The own bf16 products with the AVX-512 rows: E written once, in bf16, for both gradient
+    // products (half the bytes they read, and no rounding as they pack).
+    paths.bf16_e = own_bf16 && fused_rows && cpu_has_bf16_rows() &&
+                   (fixed ? rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
     paths.weight_c = paths.own ? weight.contiguous() : weight;
     paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
     if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&
@@ -209,7 +232,9 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
       const auto t = targets.index({Slice(begin, end)});
       torch::Tensor logits = bf16_rows ? torch::matmul(h.to(low), weight_h.t()) : paths.logits(h, n);  // (n, V)
       const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1).to(math);
-      const auto [rowmax, sums] = bf16_rows ? exp_rows_bf16(logits, n, vocab) : exp_rows(logits, n, vocab, fused_rows, rows_isa);
+      const auto [rowmax, sums] = bf16_rows     ? exp_rows_bf16(logits, n, vocab)
+                                  : paths.bf16_e ? exp_rows_to_bf16(logits, n, vocab)
+                                                 : exp_rows(logits, n, vocab, fused_rows, rows_isa);
       const auto& e = logits;
       total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
       if (!need_grad) continue;

@@ -186,6 +186,33 @@ TEST_CASE("gemm_avx512_bf16: operands with no unit stride, rounding ties, subnor
   }
 }
 
+TEST_CASE("gemm_avx512_bf16: a bf16 left operand, row-major and transposed, odd depths, and a bf16 right operand refused") {
+  if (!sg::cpu_has_avx512_bf16_gemm()) return;
+  torch::manual_seed(9);
+  for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1}, {13, 33, 31}, {121, 40, 1025}, {30, 7, 64}})
+    for (bool transposed : {false, true}) {
+      INFO("m " << m << " n " << n << " k " << k << (transposed ? " a transposed" : ""));
+      const auto a = torch::randn({m, k}).to(torch::kBFloat16), b = torch::randn({k, n});
+      // Stored with a wider row (stride k + 5, or m + 5 transposed), as the loss's bf16 E is.
+      const auto storage = transposed ? torch::zeros({k, m + 5}, torch::kBFloat16) : torch::zeros({m, k + 5}, torch::kBFloat16);
+      if (transposed) storage.narrow(1, 0, m).copy_(a.t()); else storage.narrow(1, 0, k).copy_(a);
+      const auto* bits = reinterpret_cast<const uint16_t*>(storage.data_ptr<at::BFloat16>());
+      const auto view = transposed ? sg::bf16_matrix(bits, 1, m + 5) : sg::bf16_matrix(bits, k + 5, 1);
+      auto c = torch::empty({m, n});
+      sg::gemm_avx512_bf16(m, n, k, view, {b.data_ptr<float>(), n, 1}, c.data_ptr<float>(), n, false);
+      const auto expected = bf16_reference(a.to(torch::kFloat), b);
+      const auto scale = torch::mm(a.abs().to(torch::kDouble), b.abs().to(torch::kDouble)) + 1.0;
+      CHECK(((c.to(torch::kDouble) - expected).abs() / scale).max().item<double>() < 1.2e-7 * 512 + 1e-6);
+    }
+  const float unused = 0.0f;
+  const uint16_t bits = 0;
+  float out = 0.0f;
+  CHECK_THROWS_AS(sg::gemm_avx512_bf16(1, 1, 1, {&unused, 1, 1}, sg::bf16_matrix(&bits, 1, 1), &out, 1, false),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(sg::gemm_avx512(1, 1, 1, sg::bf16_matrix(&bits, 1, 1), {&unused, 1, 1}, &out, 1, false),
+                  std::invalid_argument);
+}
+
 TEST_CASE("gemm_avx512_bf16: the same product on one thread and on several, and k = 0") {
   if (!sg::cpu_has_avx512_bf16_gemm()) return;
   torch::manual_seed(8);

@@ -88,6 +88,39 @@ TEST_CASE("exp_shifted_rows_bf16: max, exp(x - max) rounded to bf16 and sums aga
   }
 }
 
+TEST_CASE("exp_shifted_rows_to_bf16: float32 rows in, exp(x - max) in bf16 over each row's first half, against float64") {
+  if (!sg::cpu_has_bf16_rows()) {
+    WARN("no AVX512-BF16 on this CPU: exp_shifted_rows_to_bf16 not tested (no bf16 run trains here)");
+    return;
+  }
+  torch::manual_seed(12);
+  for (int64_t n : {1, 15, 63, 64, 65, 2047, 2049, 50257}) {
+    for (double spread : {1.0, 8.0, 40.0}) {
+      INFO("width " << n << ", spread " << spread);
+      const int64_t rows = 5, stride = n + 3;
+      auto x = (torch::randn({rows, stride}) * spread).contiguous();
+      x.index_put_({2, n - 1}, 100.0);  // the maximum at the very end of a row (the tail loop)
+      const auto reference_in = x.to(torch::kDouble).narrow(1, 0, n);
+      std::vector<float> rowmax(rows);
+      std::vector<double> sums(rows);
+      sg::exp_shifted_rows_to_bf16(x.data_ptr<float>(), rows, n, stride, rowmax.data(), sums.data());
+      const auto max_ref = reference_in.amax(1);
+      const auto shifted = reference_in - max_ref.unsqueeze(1);
+      const auto exp_ref = shifted.exp();
+      // Row r's bf16 exponentials: the first n of its 2 * stride halves.
+      const auto halves = torch::from_blob(x.data_ptr<float>(), {rows, 2 * stride}, torch::kBFloat16);
+      const auto got = halves.narrow(1, 0, n).to(torch::kDouble);
+      const auto bound = exp_ref * (std::ldexp(1.0, -8) + 3e-7 * (1.0 + shifted.abs())) + 1.2e-38;
+      CHECK(((got - exp_ref).abs() - bound).max().item<double>() <= 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        CHECK(rowmax[r] == static_cast<float>(max_ref[r].item<double>()));
+        const double sum_ref = exp_ref[r].sum().item<double>();
+        CHECK(std::abs(sums[r] - sum_ref) <= 1e-6 * sum_ref);
+      }
+    }
+  }
+}
+
 TEST_CASE("exp_shifted_rows: the AVX2 and AVX-512 kernels give the same exponentials, subnormals included") {
   const auto kernels = sg::exp_shifted_rows_kernels();
   if (kernels.size() < 2) {
