@@ -5,7 +5,6 @@
 
 #include "lib/base/error.h"
 #include "lib/base/log.h"
-#include "lib/kernels/cpu_kernels.h"
 #include "lib/kernels/loss_tuning.h"
 #include "lib/model/runtime.h"
 
@@ -24,10 +23,7 @@ MeasuringPlan measuring_loss_plan(const RunConfig& config, const torch::Device& 
                " only the chunk applies)";
     return out;
   }
-  const LossPlan recorded{spec.chunk_rows, *loss_products_named(spec.products),
-                          !spec.row_kernel.empty()   ? spec.row_kernel
-                          : has_exp_shifted_rows()   ? exp_shifted_rows_isa()
-                                                     : "portable"};
+  const LossPlan recorded = spelled_loss_plan(spec.chunk_rows, spec.products, spec.row_kernel);
   // A bf16 run's plan: it is measured in float32, where its products run as float32 ones (bf16:
   // plain; avx512bf16: the own AVX-512 ones), as its validation ran in training.
   const bool from_bf16 = bf16_products(recorded.products);

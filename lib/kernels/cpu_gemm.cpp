@@ -88,6 +88,11 @@ __attribute__((target("avx512f"), always_inline)) inline void transpose_x16(__m5
   }
 }
 
+/// The lanes below `count` (0 to 16).
+inline __mmask16 first_lanes(int64_t count) {
+  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
 /// a's block (rows [i0, i0 + mc), columns [k0, k0 + kc)) as ceil(mc / MR) panels of kc × MR
 /// (element (r, k) of a panel at k * MR + r), rows past mc zero.
 __attribute__((target("avx512f"), noinline)) void pack_a(const StridedMatrix& a, int64_t i0, int64_t mc, int64_t k0,
@@ -97,7 +102,7 @@ __attribute__((target("avx512f"), noinline)) void pack_a(const StridedMatrix& a,
     const int64_t rows = std::min(kTileRows, mc - t);
     float* panel = out + t * kc;
     if (a.row_stride == 1) {  // a column-major: each k's rows are contiguous
-      const __mmask16 present = static_cast<__mmask16>((1u << rows) - 1);
+      const __mmask16 present = first_lanes(rows);
       const float* source = a.data + k0 * a.column_stride + i0 + t;
       for (int64_t k = 0; k < kc; ++k)
         _mm512_mask_storeu_ps(panel + k * kTileRows, tile_lanes,
@@ -154,8 +159,7 @@ __attribute__((target("avx512f"), always_inline)) inline void store_tile(const _
                                                                         const __m512 right[kTileRows], float* c,
                                                                         int64_t ldc, int64_t rows, int64_t columns,
                                                                         bool accumulate) {
-  const __mmask16 mask0 = columns >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << columns) - 1);
-  const __mmask16 mask1 = columns >= 32 ? __mmask16(0xFFFF) : columns <= 16 ? __mmask16(0) : __mmask16((1u << (columns - 16)) - 1);
+  const __mmask16 mask0 = first_lanes(columns), mask1 = first_lanes(columns - 16);
 #pragma GCC unroll 12
   for (int r = 0; r < kTileRows; ++r) {
     if (r >= rows) break;
@@ -245,11 +249,6 @@ __attribute__((target("avx512f,avx512bf16"), always_inline)) inline __m512i stac
   const __m512i low = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
   const __m512i high = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(y)));
   return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
-}
-
-/// The lanes below `count` (0 to 16).
-inline __mmask16 first_lanes(int64_t count) {
-  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
 }
 
 /// The lanes below `count` (0 to 32) of 16-bit elements.

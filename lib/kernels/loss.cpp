@@ -41,6 +41,9 @@ struct ChunkProducts {
   bool own = false;                // the AVX-512 products: gemm_avx512, or gemm_avx512_bf16
   decltype(&gemm_avx512) gemm = gemm_avx512;
   bool bf16_e = false;  // own bf16: E in bf16 over the first half of each logits row (exp_rows_to_bf16)
+  torch::Tensor weight_c;          // own: the contiguous weight that w points into
+  const float* w = nullptr;        // (V, C) row-major
+  std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
 
   /// E (n × V) as the own products' left operand, or its transpose (V × n).
   StridedMatrix e_matrix(const torch::Tensor& e, bool transposed) const {
@@ -50,9 +53,6 @@ struct ChunkProducts {
     }
     return transposed ? StridedMatrix{e.data_ptr<float>(), 1, vocab} : StridedMatrix{e.data_ptr<float>(), vocab, 1};
   }
-  torch::Tensor weight_c;          // own: the contiguous weight that w points into
-  const float* w = nullptr;        // (V, C) row-major
-  std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
 
   /// The (n, V) logits h Wᵀ.
   torch::Tensor logits(const torch::Tensor& h, int64_t n) const {
@@ -195,10 +195,12 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const std::string rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
     const bool fused_rows =
         cpu_float_inputs && (fixed ? !rows_isa.empty() && cpu_has_row_kernel(rows_isa) : has_exp_shifted_rows());
-    // bf16 products on the CPU with the AVX-512 rows: the rows read the bf16 logits and write bf16
-    // E in place (no float32 logits, no cast of E), where the CPU has AVX512-BF16 (a bf16 run's does).
-    const bool bf16_rows = fused_rows && low == torch::kBFloat16 && cpu_has_bf16_rows() &&
-                           (fixed ? rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
+    // The AVX-512 rows with bf16 output, where the CPU has AVX512-BF16 (a bf16 run's does). With
+    // bf16 products they read the bf16 logits and write bf16 E in place (no float32 logits, no cast
+    // of E); with the own bf16 products, see bf16_e below.
+    const bool avx512_bf16_rows = fused_rows && cpu_has_bf16_rows() &&
+                                  (fixed ? rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
+    const bool bf16_rows = avx512_bf16_rows && low == torch::kBFloat16;
     const int64_t width = hidden.size(1);
     ChunkProducts paths;
     paths.width = width;
@@ -214,8 +216,7 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     if (own_bf16) paths.gemm = gemm_avx512_bf16;
     // The own bf16 products with the AVX-512 rows: E written once, in bf16, for both gradient
     // products (half the bytes they read, and no rounding as they pack).
-    paths.bf16_e = own_bf16 && fused_rows && cpu_has_bf16_rows() &&
-                   (fixed ? rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
+    paths.bf16_e = own_bf16 && avx512_bf16_rows;
     paths.weight_c = paths.own ? weight.contiguous() : weight;
     paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
     if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&

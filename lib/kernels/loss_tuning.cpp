@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "lib/base/environment.h"
@@ -299,7 +300,7 @@ LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t 
     if (plan.products == LossProducts::plain || (plan.products == LossProducts::avx512 && !has_avx512_gemm()) ||
         (plan.products == LossProducts::avx512bf16 && !has_avx512_bf16_gemm()))
       plan.products = LossProducts::bf16;
-    plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
+    plan.row_kernel = switches_row_kernel();
     return plan;
   }
   if (!cpu_float32) {  // cuBLAS or autocast products and ATen's rows: only the chunk is a choice
@@ -311,8 +312,16 @@ LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t 
   if ((plan.products == LossProducts::packed && !PackedRightOperand::available()) ||
       (plan.products == LossProducts::avx512 && !has_avx512_gemm()) || bf16_products(plan.products))
     plan.products = LossProducts::plain;
-  plan.row_kernel = has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable";
+  plan.row_kernel = switches_row_kernel();
   return plan;
+}
+
+std::string switches_row_kernel() { return has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable"; }
+
+LossPlan spelled_loss_plan(int64_t chunk_rows, const std::string& products, const std::string& row_kernel) {
+  const auto named = loss_products_named(products);
+  if (!named) throw std::invalid_argument("spelled_loss_plan: unknown products '" + products + "'");
+  return {chunk_rows, *named, row_kernel.empty() ? switches_row_kernel() : row_kernel};
 }
 
 std::string loss_plan_missing(const LossPlan& plan) {
@@ -365,13 +374,10 @@ LossPlan named_plan(const LossPlanRequest& request, const std::string& prefix, b
                 request.text + " only the chunk of " + std::to_string(request.chunk_rows) + " rows applies");
     return {request.chunk_rows, LossProducts::plain, "portable"};
   }
-  if ((request.products == "bf16" || request.products == "avx512bf16") && !request.cpu_bf16)
+  LossPlan plan = spelled_loss_plan(request.chunk_rows, request.products, request.row_kernel);
+  if (bf16_products(plan.products) && !request.cpu_bf16)
     throw UsageError("loss_plan " + request.text + " names " + request.products + " products, which run in a bf16 run only",
                      "train with --precision bf16, or name float32 products (plain, packed, avx512)");
-  LossPlan plan{request.chunk_rows, *loss_products_named(request.products),
-                !request.row_kernel.empty() ? request.row_kernel
-                : has_exp_shifted_rows()    ? exp_shifted_rows_isa()
-                                            : "portable"};
   if (request.cpu_bf16 && plan.products == LossProducts::plain) plan.products = LossProducts::bf16;  // autocast's, named so
   const std::string missing = loss_plan_missing(plan);
   if (missing.empty()) return plan;

@@ -78,6 +78,14 @@ std::optional<LossProducts> loss_products_named(const std::string& name);
 /// kernel the switches let run.
 LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab, bool cpu_bf16 = false);
 
+/// The row kernel the switches (SINKGATE_CPU_KERNELS) let run here: exp_shifted_rows_isa(), or
+/// "portable" where none does.
+std::string switches_row_kernel();
+
+/// The fixed plan a loss_plan field spells (ROWS:PRODUCTS[:ROW_KERNEL], not auto), its left-out
+/// row kernel the switches' (switches_row_kernel). Throws std::invalid_argument for unknown products.
+LossPlan spelled_loss_plan(int64_t chunk_rows, const std::string& products, const std::string& row_kernel);
+
 /// A fixed plan as text, "ROWS:PRODUCTS:ROW_KERNEL", e.g. "4096:packed:avx512f" (lib/SCHEMA.md).
 std::string loss_plan_text(const LossPlan& plan);
 

@@ -437,7 +437,6 @@ void announce(const Session& session, const TrainOptions& options, int64_t param
   log::info(line.str());
 }
 
-/// Counts a finished step in the run's state and curves; returns its record for --log-json.
 /// The step's gradient norm (before clipping), largest attention logit and residual activation.
 struct StepMaxima {
   double grad_norm = std::nan(""), attention_logit = std::nan(""), activation = std::nan("");
@@ -460,6 +459,7 @@ StepMaxima read_maxima(const ActivationMaxima& maxima, const torch::Tensor& grad
   return {grad_norm.defined() ? grad_norm.item<double>() : std::nan(""), values[0].item<double>(), values[1].item<double>()};
 }
 
+/// Counts a finished step in the run's state and curves; returns its record for --log-json.
 nlohmann::ordered_json record_step(Session& session, int64_t tokens_per_step, double train_loss, double lr,
                                    double step_seconds, const StepMaxima& maxima) {
   auto& state = session.state;
