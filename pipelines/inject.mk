@@ -19,7 +19,7 @@
 # (0: min(512, the model's context); 1024 at 350M as in the paper), INJECT_FLAGS (e.g. --batches 2),
 # TABLE6_TIERS, TABLE7_TIERS, TABLE9_TIERS, FIG2_TIERS (one panel per tier), FIG2C_TIER (the
 # direction panel).
-# Included by Makefile.experiments (it uses its OUT, BIN, TIERS, arms_of, DEVICE, THREADS, LAUNCH).
+# Included by Makefile.experiments (it uses its OUT, BIN, TIERS, arms_of, DEVICE, THREADS, DEVICE_LAUNCH).
 
 INJECT_SEED    ?= 0
 INJECT_DOSES   ?= 0.2,0.4,0.8,1.6
@@ -86,7 +86,7 @@ inject-settings:
 
 $(OUT)/inject/%.h5: $(OUT)/runs/%.h5 $(OUT)/inject/%.settings | $(TOKENS)
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-inject --tokens $(TOKENS) $< $(call inject_options,$*) --device $(DEVICE) --threads $(THREADS) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-inject --tokens $(TOKENS) $< $(call inject_options,$*) --device $(DEVICE) --threads $(THREADS) \
 	  -o $@ --force
 
 # One table of all the runs of a table's tiers (pipe it into sg-tabulate for other layouts).

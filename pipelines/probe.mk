@@ -15,7 +15,7 @@
 # PROBE_CONTEXT_TIER (0: min(512, the model's context); 1024 at 350M), TABLE8_TIER (124M),
 # SINKS_TIER (124M: Section 4.4, Figure 5), FIG1_TIERS (every tier), GATE_TOKENS_TIER (124M),
 # KURTOSIS_TIERS (124M 350M), DIRECTION_TIER (124M). Included by Makefile.experiments (OUT, BIN, TIERS, arms_of, DEVICE,
-# THREADS, LAUNCH, ARM_ORDER, ARM_LABELS, TIER_ORDER).
+# THREADS, DEVICE_LAUNCH, ARM_ORDER, ARM_LABELS, TIER_ORDER).
 
 PROBE_SEED  ?= 0
 PROBE_FLAGS ?=
@@ -68,7 +68,7 @@ probes: $(call probe_files,$(sort $(TABLE8_TIER) $(SINKS_TIER) $(FIG1_TIERS) $(G
 
 $(OUT)/probe/%.h5: $(OUT)/runs/%.h5 | $(TOKENS)
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe $(call probes_of,$(call arm_of,$*)) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe $(call probes_of,$(call arm_of,$*)) \
 	  --context $(or $(PROBE_CONTEXT_$(call tier_of,$*)),0) --device $(DEVICE) --threads $(THREADS) $(PROBE_FLAGS) \
 	  -o $@ --force
 
@@ -175,7 +175,7 @@ DIRECTION_LABELS := --label 'statistic:cos_q50=median cos' --label 'statistic:co
 direction: $(OUT)/direction.md $(OUT)/direction.png
 $(OUT)/direction/%.h5: $(OUT)/runs/%.h5 | $(TOKENS)
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe direction \
+	$(DEVICE_LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe direction \
 	  --context $(or $(PROBE_CONTEXT_$(call tier_of,$*)),0) --device $(DEVICE) --threads $(THREADS) $(PROBE_FLAGS) \
 	  -o $@ --force
 $(OUT)/direction.h5: $(direction_files)

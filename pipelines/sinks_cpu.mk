@@ -37,7 +37,7 @@ endif
 # One budget of one arm: warmup a tenth of the steps, as the quick tier's 40 of 400.
 $(SINKS_CPU_RUNS): $(SINKS_CPU_DIR)/runs/%.h5: | $(SINKS_CPU_TOKENS)
 	@mkdir -p $(@D)
-	$(BIN)/sg-train --tokens $(SINKS_CPU_TOKENS) --tier $(SINKS_CPU_TIER) --arm $(call sinks_cpu_word,2,$*) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-train --tokens $(SINKS_CPU_TOKENS) --tier $(SINKS_CPU_TIER) --arm $(call sinks_cpu_word,2,$*) \
 	  --seed $(SINKS_CPU_SEED) --set iterations=$(call sinks_cpu_word,1,$*) \
 	  --set warmup=$(shell echo $$(( $(call sinks_cpu_word,1,$*) / 10 ))) \
 	  --set checkpoint_interval=$(call sinks_cpu_word,1,$*) --label steps=$(call sinks_cpu_word,1,$*) \
@@ -45,7 +45,7 @@ $(SINKS_CPU_RUNS): $(SINKS_CPU_DIR)/runs/%.h5: | $(SINKS_CPU_TOKENS)
 
 $(SINKS_CPU_PROBES): $(SINKS_CPU_DIR)/probe/%.h5: $(SINKS_CPU_DIR)/runs/%.h5
 	@mkdir -p $(@D)
-	$(BIN)/sg-probe --tokens $(SINKS_CPU_TOKENS) $< --probe sinks --device $(DEVICE) --threads 1 --log-level quiet \
+	$(DEVICE_LAUNCH) $(BIN)/sg-probe --tokens $(SINKS_CPU_TOKENS) $< --probe sinks --device $(DEVICE) --threads 1 --log-level quiet \
 	  -o $@ --force
 
 $(SINKS_CPU_DIR)/sinks-cpu.md: $(SINKS_CPU_PROBES)

@@ -79,7 +79,7 @@ $(STABILITY_RUNS): $(STABILITY_DIR)/runs/%.h5: | $(TOKENS)
 
 $(STABILITY_EVALS): $(STABILITY_DIR)/evals/%.h5: $(STABILITY_DIR)/runs/%.h5 | $(TOKENS)
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-eval --tokens $(TOKENS) $< --device $(DEVICE) --threads $(THREADS) --log-level quiet -o $@ --force
+	$(DEVICE_LAUNCH) $(BIN)/sg-eval --tokens $(TOKENS) $< --device $(DEVICE) --threads $(THREADS) --log-level quiet -o $@ --force
 
 # The repetitive-context set: whitespace- and repetition-heavy passages of the corpus
 # (pipelines/repetitive_text.py), tokenised; its validation split is what the runs are scored on.
@@ -91,12 +91,12 @@ $(STABILITY_DIR)/repetitive.h5: $(STABILITY_DIR)/repetitive.txt
 
 $(STABILITY_REPETITIVE): $(STABILITY_DIR)/repetitive/%.h5: $(STABILITY_DIR)/runs/%.h5 $(STABILITY_DIR)/repetitive.h5
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-eval --tokens $(STABILITY_DIR)/repetitive.h5 --allow-other-tokens $< --device $(DEVICE) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-eval --tokens $(STABILITY_DIR)/repetitive.h5 --allow-other-tokens $< --device $(DEVICE) \
 	  --threads $(THREADS) --log-level quiet -o $@ --force
 
 $(STABILITY_SINKS): $(STABILITY_DIR)/sinks/%.h5: $(STABILITY_DIR)/runs/%.h5 | $(TOKENS)
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe sinks --device $(DEVICE) --threads $(THREADS) --log-level quiet \
+	$(DEVICE_LAUNCH) $(BIN)/sg-probe --tokens $(TOKENS) $< --probe sinks --device $(DEVICE) --threads $(THREADS) --log-level quiet \
 	  $(PROBE_FLAGS) -o $@ --force
 
 $(STABILITY_DIR)/curves.tsv: $(STABILITY_RUNS)

@@ -34,6 +34,10 @@ SURVEY_BLOCKS ?= 16
 SURVEY_BLOCK_LENGTH ?= 1024
 SURVEY_FLAGS ?= $(if $(DEVICE),--device $(DEVICE)) $(if $(THREADS),--threads $(THREADS))
 
+# One GPU per job with DEVICE=cuda (GPUS, GPU_SLOTS), when this file runs alone too.
+ifndef SG_GPU_ROOT
+  include $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))/gpu.mk
+endif
 SURVEY_PRESENT := $(foreach m,$(SURVEY_MODELS),$(if $(wildcard $(CHECKPOINTS)/$(m)/config.json),$(m)))
 SURVEY_RESULTS := $(SURVEY_PRESENT:%=$(SURVEY_DIR)/%.h5)
 survey_comma := ,
@@ -56,7 +60,7 @@ fig4: $(SURVEY_DIR)/fig4.png
 # One model: every head of every layer on the first 16 × 1,024 tokens of the text.
 $(SURVEY_DIR)/%.h5: $(CHECKPOINTS)/%/config.json $(SURVEY_TEXT)
 	@mkdir -p $(@D)
-	$(BIN)/sg-survey $(CHECKPOINTS)/$* --text $(SURVEY_TEXT) --blocks $(SURVEY_BLOCKS) --block-length $(SURVEY_BLOCK_LENGTH) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-survey $(CHECKPOINTS)/$* --text $(SURVEY_TEXT) --blocks $(SURVEY_BLOCKS) --block-length $(SURVEY_BLOCK_LENGTH) \
 	    $(SURVEY_FLAGS) -o $@ --force
 
 $(SURVEY_TEXT):
@@ -112,5 +116,5 @@ SURVEY_BENCH_TEXT ?= /usr/share/doc/python3.11/html/_sources/library/stdtypes.rs
 survey-bench:
 	@mkdir -p $(SURVEY_DIR)
 	$(SURVEY_PYTHON) tests/survey_reference.py bench $(SURVEY_DIR)/bench-gpt2
-	$(BIN)/sg-survey $(SURVEY_DIR)/bench-gpt2 --text $(SURVEY_BENCH_TEXT) --vocab $(SURVEY_VOCAB) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-survey $(SURVEY_DIR)/bench-gpt2 --text $(SURVEY_BENCH_TEXT) --vocab $(SURVEY_VOCAB) \
 	    $(SURVEY_FLAGS) -o $(SURVEY_DIR)/bench-gpt2.h5 --force

@@ -15,7 +15,7 @@
 # Variables: LAMBADA, HELLASWAG, WIKITEXT (the data files), ZEROSHOT_TIER (124M; quick: the first
 # tier), ZEROSHOT_FLAGS (e.g. --limit 500 --batch-size 32), PRETRAINED (checkpoint folders for
 # zeroshot-pretrained). Included by Makefile.experiments (OUT, BIN, arms_of, seeds_of, DEVICE,
-# THREADS, LAUNCH, ARM_ORDER, ARM_LABELS).
+# THREADS, DEVICE_LAUNCH, ARM_ORDER, ARM_LABELS).
 
 LAMBADA   ?= data/lambada_test.jsonl
 HELLASWAG ?= data/hellaswag_val.jsonl
@@ -49,7 +49,7 @@ $(WIKITEXT):
 
 $(OUT)/zeroshot/%.h5: $(OUT)/runs/%.h5 $(ZEROSHOT_DATA)
 	@mkdir -p $(@D)
-	$(LAUNCH) $(BIN)/sg-eval --task lambada,hellaswag,wikitext $< --lambada $(LAMBADA) --hellaswag $(HELLASWAG) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-eval --task lambada,hellaswag,wikitext $< --lambada $(LAMBADA) --hellaswag $(HELLASWAG) \
 	  --wikitext $(WIKITEXT) --device $(DEVICE) --threads $(THREADS) $(ZEROSHOT_FLAGS) \
 	  --examples $(@:.h5=.examples.h5) -o $@ --force
 
@@ -101,7 +101,7 @@ table11-vs-paper: $(OUT)/zeroshot-$(ZEROSHOT_TIER).h5
 zeroshot-pretrained: $(ZEROSHOT_DATA)
 	@if [ -z "$(PRETRAINED)" ]; then echo "zeroshot.mk: name the checkpoint folders: PRETRAINED='checkpoints/gpt2 …'" >&2; exit 1; fi
 	@mkdir -p $(OUT)
-	$(LAUNCH) $(BIN)/sg-eval --task lambada,hellaswag,wikitext $(PRETRAINED) --lambada $(LAMBADA) --hellaswag $(HELLASWAG) \
+	$(DEVICE_LAUNCH) $(BIN)/sg-eval --task lambada,hellaswag,wikitext $(PRETRAINED) --lambada $(LAMBADA) --hellaswag $(HELLASWAG) \
 	  --wikitext $(WIKITEXT) --device $(DEVICE) --threads $(THREADS) $(ZEROSHOT_FLAGS) -o $(OUT)/zeroshot-pretrained.h5 --force
 	$(BIN)/sg-tabulate $(OUT)/zeroshot-pretrained.h5 --where bin=all --where metric=acc,acc_norm,ppl,word_perplexity,byte_perplexity,bits_per_byte \
 	  --rows arm --cols task,metric --cell value --decimals 4 -o $(OUT)/zeroshot-pretrained.md --force

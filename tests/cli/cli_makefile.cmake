@@ -186,3 +186,10 @@ make -f \"$m\" -n PROFILE=paper TIERS=small OUT=${SG_MAKE_ELSEWHERE}/own-paper T
 grep -c -E -e '--tier small --arm [a-z0-9]+ ' ")
 set_tests_properties("make: a tier without ARMS_T and SEEDS_T trains the profile's default arms and seeds, and says so" PROPERTIES
   PASS_REGULAR_EXPRESSION "^ +4 --seed 0 --device\n +4 --seed 1 --device\n +2 --tier small --arm baseline *[\\\\]?\n +2 --tier small --arm combo2 *[\\\\]?\n +2 --tier small --arm projgate *[\\\\]?\n +2 --tier small --arm sinklogit *[\\\\]?\n +1 Makefile.experiments: tier small has no ARMS_small\n +1 Makefile.experiments: tier small has no SEEDS_small\n27\n$")
+
+# One GPU per job (pipelines/gpu.mk, gpu_slot.sh), without a GPU: a stub nvidia-smi lists four,
+# stand-in tools record the GPUs they were given; make -j 8 must never put two jobs on one.
+add_test(NAME "make: with DEVICE=cuda each concurrent job holds GPUs of its own, waits for a free one, and a killed job frees its GPU"
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/gpu_slots.py ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/gpu-slots)
+set_tests_properties("make: with DEVICE=cuda each concurrent job holds GPUs of its own, waits for a free one, and a killed job frees its GPU"
+  PROPERTIES PASS_REGULAR_EXPRESSION "ok: 0 failures")
