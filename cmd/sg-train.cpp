@@ -190,7 +190,8 @@ int main(int argc, char** argv) {
                 "seconds between progress lines besides those of the evaluations (0: evaluations only)");
   parser.option("--log-json", options.log_json,
                 "append the curves to this file as JSON Lines: one object a step (run, step, train_loss, lr, "
-                "tokens_per_second, grad_norm, max_attention_logit, max_activation, val_loss at evaluations), and "
+                "tokens_per_second, grad_norm, max_attention_logit and max_activation (null in steps the field telemetry "
+                "does not measure), val_loss at evaluations), and "
                 "final_val_loss at the end");
   parser.unknown_option_hint([](const std::string& name) {
     for (const auto& field : sg::field_names())

@@ -51,13 +51,21 @@ plot for [j = 1:k] grid using (strcol(1) eq word(arms, j) ? $2 * spread(j) : NaN
 set title "(b) largest attention logit over training"
 set ylabel "max q.k/sqrt(d)"
 set key off
-set logscale y 10
+# Runs trained without telemetry (sg-train's default) have no logits: the panel says so.
+stats runs using (strcol(16) eq "nan" || strcol(16) eq "" ? 0 : 1) nooutput
+measured = STATS_sum
+if (measured > 0) { set logscale y 10 } else {
+  set yrange [0:1]
+  set label 2 "not recorded: the runs were trained without telemetry\n(sg-train --set telemetry=1; make stability sets it)" at graph 0.5, 0.5 center front
+}
 set label 1 sprintf("%d runs of %d arms, seeds%s(the same batches for every arm at a seed); dots: a seed; crosses: a diverged seed (%d of them: a non-finite loss,\nor a final val loss above the first step's loss). Lines: the mean over seeds. A point whose value is not finite is not drawn (make stability, docs/stability.md).", \
                     runs_count, k, seeds, diverged) at screen 0.01, 0.06 left front
+if (measured == 0) { plot runs using 4:(-1) notitle } else {
 plot for [j = 1:k] grid using (strcol(1) eq word(arms, j) ? $2 * spread(j) : NaN):7 with lines lw 2 \
        lc rgb arm_color(word(arms, j), j) notitle, \
      for [j = 1:k] runs using (strcol(2) eq word(arms, j) && $10 == 0 ? $4 * spread(j) : NaN):16 with points pt 7 ps 0.8 \
        lc rgb arm_color(word(arms, j), j) notitle, \
      for [j = 1:k] runs using (strcol(2) eq word(arms, j) && $10 > 0 ? $4 * spread(j) : NaN):16 with points pt 2 ps 1.6 lw 2 \
        lc rgb arm_color(word(arms, j), j) notitle
+}
 unset multiplot

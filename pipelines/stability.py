@@ -348,6 +348,10 @@ def claims(grid):
     # (c) At every rate where some arms' runs stay stable and others' do not, the stable runs' largest
     # attention logit (and activation) is below the unstable runs'.
     for key, label in (("max_attention_logit", "attention logits"), ("max_activation", "residual activations")):
+        if not any(finite(r[key]) for arm in grid.arms for lr in grid.lrs for r in grid.cell(arm, lr)):
+            claim(f"(c) runs that stay stable keep smaller {label}", None,
+                  f"not recorded: no run measured its {label} (train with --set telemetry=1, as make stability does)")
+            continue
         split = []
         for lr in grid.lrs:
             runs = [r for arm in grid.arms for r in grid.cell(arm, lr) if finite(r[key])]

@@ -161,16 +161,6 @@ TelemetryCallback store_telemetry(std::vector<AttentionTelemetry>& slots) {
   };
 }
 
-torch::Tensor largest_causal_logit(const torch::Tensor& q, const torch::Tensor& k, double scale) {
-  torch::NoGradGuard no_grad;
-  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  const auto math = math_type(q);
-  const int64_t length = q.size(2);
-  const auto logits = torch::matmul(q.detach().to(math), k.detach().to(math).transpose(-2, -1)) * scale;  // (B, H, T, T)
-  const auto future = torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-  return logits.masked_fill(future, -std::numeric_limits<double>::infinity()).amax();
-}
-
 bool fused_attention_supported(const torch::Tensor& q) {
   if (q.is_cuda()) return q.scalar_type() != torch::kDouble;
   return q.device().is_cpu();
@@ -419,7 +409,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k_given, const
 
 ArmParameters AttentionImpl::arm_parameters() const { return {sink_logit, gate_tau, gate_w, gate_b, out_gate}; }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache, torch::Tensor* largest_logit) {
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache, ForwardObserver* observer) {
   const int64_t batch = x.size(0), length = x.size(1), c = options_.n_embd, h = options_.n_head;
   const int64_t d = c / h;
   auto qkv = c_attn(x).view({batch, length, 3, h, d}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, d)
@@ -431,7 +421,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, KVCache* cache, tor
   attend_options.cache = cache;
   attend_options.backend = backend_;
   attend_options.gate_input = x;
-  if (largest_logit && !cache) *largest_logit = largest_causal_logit(qkv[0], qkv[1], 1.0 / std::sqrt(static_cast<double>(d)));
+  if (observer && !cache) observer->attention_inputs(options_.layer, qkv[0], qkv[1], 1.0 / std::sqrt(static_cast<double>(d)));
   const auto y = attend(qkv[0], qkv[1], qkv[2], arm_parameters(), attend_options);  // (B, H, T, d)
   return c_proj(y.transpose(1, 2).reshape({batch, length, c}));
 }

@@ -152,15 +152,27 @@ struct AttentionOptions {
   double gate_beta = 8.0;
 };
 
+/// What a forward pass shows whoever watches it (training's telemetry, lib/train/telemetry.h). The
+/// caller owns the observer and sets it on the model; with none set, nothing is computed for it.
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  /// A layer's queries and keys, (B, H, T, d) each, as its attention scores them with `scale`
+  /// (1/sqrt(d)), before any arm's bias or phantom. Not called for passes with a KV cache.
+  virtual void attention_inputs(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, double scale) = 0;
+  /// The residual stream (B, T, C): the input embeddings (layer -1, with the sink token) and each
+  /// block's output (its layer).
+  virtual void residual(int64_t layer, const torch::Tensor& stream) = 0;
+};
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);
 
   /// x: (B, T, C) -> (B, T, C). With a cache, x holds the new positions only; their keys and
-  /// reads are appended to the cache and they attend to every cached position. With
-  /// `largest_logit`, the largest causal logit q_i.k_j/sqrt(d) of the pass (a scalar, float32 or
-  /// float64, no gradient) is written there (without a cache only).
-  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, torch::Tensor* largest_logit = nullptr);
+  /// reads are appended to the cache and they attend to every cached position. An `observer` is
+  /// shown the pass's queries and keys (without a cache only).
+  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, ForwardObserver* observer = nullptr);
 
   void set_hooks(std::shared_ptr<const AttentionHooks> hooks) { hooks_ = std::move(hooks); }
   void set_backend(AttentionBackend backend) { backend_ = backend; }
@@ -191,10 +203,6 @@ TORCH_MODULE(Attention);
 /// q: (B, H, Tq, d), k and v: (B, H, Tk, d). Returns (B, H, Tq, d).
 torch::Tensor fused_sink_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                    const torch::Tensor& sink, double scale, bool causal = true);
-
-/// The largest causal attention logit q_i.k_j * scale, j <= i, over every batch entry and head of
-/// q, k (B, H, T, d): a scalar in float32 (float64 for float64 inputs), computed under no-grad.
-torch::Tensor largest_causal_logit(const torch::Tensor& q, const torch::Tensor& k, double scale);
 
 /// True when fused_sink_attention has a kernel for this device and dtype.
 bool fused_attention_supported(const torch::Tensor& q);

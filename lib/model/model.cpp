@@ -29,24 +29,9 @@ BlockImpl::BlockImpl(const AttentionOptions& options) {
   mlp = register_module("mlp", MLP(options.n_embd, options.n_layer));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, KVCache* cache, ActivationMaxima* maxima) {
-  torch::Tensor largest_logit;
-  auto h = x + attn->forward(ln_1(x), cache, maxima ? &largest_logit : nullptr);
-  if (maxima && largest_logit.defined()) maxima->add_logits(largest_logit);
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, KVCache* cache, ForwardObserver* observer) {
+  auto h = x + attn->forward(ln_1(x), cache, observer);
   return h + mlp(ln_2(h));
-}
-
-void ActivationMaxima::reset() {
-  attention_logit = torch::Tensor();
-  activation = torch::Tensor();
-}
-
-void ActivationMaxima::add_logits(const torch::Tensor& largest) {
-  attention_logit = attention_logit.defined() ? torch::maximum(attention_logit, largest) : largest;
-}
-
-void ActivationMaxima::add_activation(const torch::Tensor& largest) {
-  activation = activation.defined() ? torch::maximum(activation, largest) : largest;
 }
 
 GPTImpl::GPTImpl(const ModelConfig& config) : config_(config) {
@@ -94,15 +79,10 @@ torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, ModelCache* cache) {
   const bool add_sink = sink_token.defined() && start == 0;
   if (add_sink) x = torch::cat({sink_token.view({1, 1, -1}).expand({batch, 1, config_.n_embd}).to(x.dtype()), x}, 1);
   if (cache && cache->layers.size() != blocks->size()) cache->layers.resize(blocks->size());
-  // The residual stream's largest |x|, in float32 (float64 for a float64 model), no gradient.
-  auto add_activation = [&](const torch::Tensor& stream) {
-    torch::NoGradGuard no_grad;
-    maxima_->add_activation(stream.detach().abs().amax().to(stream.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat));
-  };
-  if (maxima_) add_activation(x);
+  if (observer_) observer_->residual(-1, x);
   for (size_t layer = 0; layer < blocks->size(); ++layer) {
-    x = blocks[layer]->as<Block>()->forward(x, cache ? &cache->layers[layer] : nullptr, maxima_);
-    if (maxima_) add_activation(x);
+    x = blocks[layer]->as<Block>()->forward(x, cache ? &cache->layers[layer] : nullptr, observer_);
+    if (observer_) observer_->residual(static_cast<int64_t>(layer), x);
   }
   if (add_sink) x = x.narrow(1, 1, length);
   if (cache) cache->tokens += length;

@@ -17,24 +17,6 @@
 
 namespace sg {
 
-/// The largest attention logit and residual-stream activation of the forward passes since reset(),
-/// kept as device tensors (no synchronisation until read): the running maxima a training step
-/// records in its curves (lib/SCHEMA.md, "Run file"). Measured under no-grad, in float32 (float64
-/// for a float64 model), whatever autocast says.
-struct ActivationMaxima {
-  /// The largest s_ij = q_i.k_j/sqrt(d) over layers, heads, sequences and the causal pairs j <= i
-  /// (the sink token's position a key like any other): the logit before a routing bias or phantom.
-  torch::Tensor attention_logit;
-  /// The largest |x| over the residual stream: the input embeddings (with the sink token) and
-  /// every block's output, every sequence, position and channel.
-  torch::Tensor activation;
-
-  /// Both back to undefined (-infinity: nothing measured yet).
-  void reset();
-  void add_logits(const torch::Tensor& largest);      // a scalar tensor
-  void add_activation(const torch::Tensor& largest);  // a scalar tensor
-};
-
 class MLPImpl : public torch::nn::Module {
  public:
   MLPImpl(int64_t n_embd, int64_t n_layer);
@@ -46,7 +28,7 @@ TORCH_MODULE(MLP);
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const AttentionOptions& options);
-  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, ActivationMaxima* maxima = nullptr);
+  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, ForwardObserver* observer = nullptr);
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Attention attn{nullptr};
   MLP mlp{nullptr};
@@ -81,9 +63,9 @@ class GPTImpl : public torch::nn::Module {
   void set_hooks(std::shared_ptr<const AttentionHooks> hooks);
   /// Chooses the attention computation path for passes without hooks or cache.
   void set_backend(AttentionBackend backend);
-  /// While set (not nullptr), every forward pass adds its largest attention logit and residual
-  /// activation to `maxima` (an extra q.k product per layer, under no-grad). The caller owns it.
-  void set_maxima(ActivationMaxima* maxima) { maxima_ = maxima; }
+  /// While set (not nullptr), every forward pass shows `observer` each layer's queries and keys
+  /// and the residual stream (ForwardObserver); the caller owns it. Unset, nothing is computed for it.
+  void set_observer(ForwardObserver* observer) { observer_ = observer; }
 
   const ModelConfig& config() const { return config_; }
   /// Number of parameters (tied embedding counted once).
@@ -97,7 +79,7 @@ class GPTImpl : public torch::nn::Module {
  private:
   ModelConfig config_;
   LossPlan loss_plan_;
-  ActivationMaxima* maxima_ = nullptr;
+  ForwardObserver* observer_ = nullptr;
 };
 TORCH_MODULE(GPT);
 

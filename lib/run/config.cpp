@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 
 #include "lib/base/error.h"
 #include "lib/base/input_file.h"
@@ -74,6 +75,7 @@ struct Field {
   std::function<std::string(const RunConfig&)> get;
   std::function<void(RunConfig&, const std::string&)> set;
   bool optional = false;  // a run file may lack it (lib/SCHEMA.md, "Run file")
+  const char* absent = "";  // what such a file means by it
 };
 
 int64_t parse_int(const std::string& key, const std::string& text) {
@@ -151,11 +153,15 @@ const std::vector<Field>& fields() {
       // Run files written before the plan was recorded lack it: read as auto.
       Field{"loss_plan", [](const RunConfig& c) { return c.train.loss_plan; },
             [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); },
-            /*optional=*/true},
+            /*optional=*/true, /*absent=*/"auto"},
       // Likewise: read as auto, the device's precision, which is what those runs trained in.
       Field{"precision", [](const RunConfig& c) { return c.train.precision; },
             [](RunConfig& c, const std::string& v) { c.train.precision = parse_precision(v); },
-            /*optional=*/true},
+            /*optional=*/true, /*absent=*/"auto"},
+      // Runs of earlier versions measured their maxima every step.
+      Field{"telemetry", [](const RunConfig& c) { return std::to_string(c.train.telemetry); },
+            [](RunConfig& c, const std::string& v) { c.train.telemetry = parse_int("telemetry", v); },
+            /*optional=*/true, /*absent=*/"1"},
   };
   return table;
 }
@@ -250,6 +256,9 @@ void TrainConfig::validate() const {
     throw UsageError("eval_batches (" + std::to_string(eval_batches) + ") and final_eval_batches (" +
                          std::to_string(final_eval_batches) + ") must each be at most " + std::to_string(kMaxEvalBatches),
                      "lib/SCHEMA.md lists the bounds of every configuration field");
+  if (telemetry < 0 || telemetry > kMaxIterations)
+    throw UsageError("field 'telemetry': " + std::to_string(telemetry) + " is not in [0, " + std::to_string(kMaxIterations) + "]",
+                     "telemetry=N measures the largest attention logit and activation every Nth step; 0 measures none");
   parse_loss_plan(loss_plan);
   parse_precision(precision);
 }
@@ -414,6 +423,12 @@ bool field_optional(const std::string& name) {
   for (const auto& field : fields())
     if (name == field.name) return field.optional;
   return false;
+}
+
+std::string field_absent_value(const std::string& name) {
+  for (const auto& field : fields())
+    if (name == field.name && field.optional) return field.absent;
+  throw std::logic_error("field_absent_value: '" + name + "' is not an optional field");
 }
 
 }  // namespace sg

@@ -75,6 +75,11 @@ struct TrainConfig {
   /// The training precision (field precision, parse_precision): "auto" until a run fixes it (float32
   /// on a CPU, bf16 autocast on a GPU), then "float32" or "bf16", which a resume keeps.
   std::string precision = "auto";
+  /// Training's telemetry (lib/train/telemetry.h): the largest attention logit and residual
+  /// activation (curves max_attention_logit, max_activation) measured every telemetry-th step;
+  /// 0, the default, measures none and costs nothing. Run files without the field recorded every
+  /// step: read as 1.
+  int64_t telemetry = 0;
 
   int64_t batch() const { return micro_batch * accumulation; }
   /// Throws UsageError for a field out of range or outside its bound (kMaxBatch, kMaxIterations,
@@ -163,8 +168,16 @@ std::vector<std::pair<std::string, std::string>> to_fields(const RunConfig& conf
 /// The names of all settable fields.
 std::vector<std::string> field_names();
 
-/// Whether a run file's /config may lack the field (read then as its default): loss_plan and
-/// precision, which files of earlier versions do not have. Every other field must be there.
+/// Whether a run file's /config may lack the field: loss_plan, precision and telemetry, which
+/// files of earlier versions do not have. Every other field must be there.
 bool field_optional(const std::string& name);
+
+/// Whether the field telemetry's `interval` measures step `step` (1-based, as the curves count
+/// steps): every interval-th step; none for interval 0.
+inline bool telemetry_measures(int64_t interval, int64_t step) { return interval > 0 && step % interval == 0; }
+
+/// What a run file that lacks an optional field means by it: the value those files' runs used
+/// (loss_plan and precision "auto", telemetry "1").
+std::string field_absent_value(const std::string& name);
 
 }  // namespace sg

@@ -105,6 +105,7 @@ json describe_run(const std::string& path) {
           {"tokenizer_record", describe_record(state.tokenizer)},
           {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
           {"precision", config.train.precision == "auto" ? json(nullptr) : json(config.train.precision)},
+          {"telemetry", config.train.telemetry},
           {"checkpoint_time", modified_utc(path)},
           {"config", fields},
           {"differs_from_tier", changed}};
@@ -191,6 +192,11 @@ void render_run(Lines& lines, const json& r) {
     lines.add("precision", text_of(r["precision"]) + (r["precision"] == "bf16"
                                                           ? " (bf16 matrix products, float32 master weights; kept by --resume)"
                                                           : " (kept by --resume)"));
+  const int64_t every = r["telemetry"].get<int64_t>();
+  lines.add("telemetry", every == 0   ? "off: max_attention_logit and max_activation not recorded (--set telemetry=N measures every Nth step)"
+                         : every == 1 ? "every step: max_attention_logit and max_activation in the curves"
+                                      : "every " + std::to_string(every) + " steps: max_attention_logit and max_activation "
+                                                                           "in the curves (NaN in the steps between)");
   std::set<std::string> changed;
   for (const auto& name : r["differs_from_tier"]) changed.insert(name.get<std::string>());
   lines.heading("  configuration (* differs from the tier's preset)");
@@ -319,8 +325,20 @@ std::string run_curves(const std::vector<std::string>& paths) {
     series("lr", c.step, c.lr);
     series("tokens_per_second", c.step, c.tokens_per_second);
     series("grad_norm", c.step, c.grad_norm);
-    series("max_attention_logit", c.step, c.max_attention_logit);
-    series("max_activation", c.step, c.max_activation);
+    // The maxima of the steps the telemetry measured only; none when it was off.
+    if (config.train.telemetry == 0)
+      out << "# " << name << ": max_attention_logit and max_activation not recorded (telemetry 0: trained without "
+          << "--set telemetry=N)\n";
+    std::vector<int64_t> measured;
+    std::vector<double> logits, activations;
+    for (size_t i = 0; i < c.step.size() && i < c.max_attention_logit.size() && i < c.max_activation.size(); ++i)
+      if (telemetry_measures(config.train.telemetry, c.step[i])) {
+        measured.push_back(c.step[i]);
+        logits.push_back(c.max_attention_logit[i]);
+        activations.push_back(c.max_activation[i]);
+      }
+    series("max_attention_logit", measured, logits);
+    series("max_activation", measured, activations);
   }
   return out.str();
 }

@@ -144,11 +144,15 @@ RunState read_run_state(const std::string& path) {
     }
   }
   // Every field the schema does not mark optional is there: a missing one would silently take the
-  // 10M tier's default (arm baseline, seed 0, 6,000 iterations).
-  for (const auto& name : field_names())
-    if (!field_optional(name) && std::find(names.begin(), names.end(), name) == names.end())
+  // 10M tier's default (arm baseline, seed 0, 6,000 iterations). A missing optional one means what
+  // the runs of the versions without it did.
+  for (const auto& name : field_names()) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    if (!field_optional(name))
       throw InputError(path + ": /config lacks the attribute '" + name + "'",
-                       "the run file is damaged: every configuration field but loss_plan and precision must be there");
+                       "the run file is damaged: every configuration field but loss_plan, precision and telemetry must be there");
+    set_field(state.config, name, field_absent_value(name));
+  }
   const auto status = root.group("state");
   state.step = status.attribute_int("step");
   state.data_position = status.attribute_int("data_position");

@@ -26,6 +26,7 @@
 #include "lib/kernels/loss_tuning.h"
 #include "lib/model/runtime.h"
 #include "lib/train/optimizer.h"
+#include "lib/train/telemetry.h"
 
 namespace sg {
 namespace {
@@ -379,11 +380,11 @@ class Progress {
 
 /// The forward and backward passes of one optimizer step over this rank's windows; returns the
 /// step's mean loss (over every rank) and the stop signal any rank received (0: none). The
-/// gradients are left for the optimizer; `maxima` holds this rank's largest attention logit and
-/// residual activation of the step.
+/// gradients are left for the optimizer. With a `recorder` (a step the telemetry measures), it
+/// holds this rank's largest attention logit and residual activation of the step.
 std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, const TokenFile& tokens,
                                         const TrainOptions& options, const StopSignals& signals,
-                                        ActivationMaxima& maxima) {
+                                        StepMaximaRecorder* recorder) {
   const auto& config = session.config;
   const auto& t = config.train;
   const int64_t step = session.state.step;
@@ -393,11 +394,14 @@ std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, 
   // weighted by its share of the batch; in one process each weight is 1/accumulation exactly.
   torch::Tensor loss_sum;
   // The step's largest attention logit and residual activation, over its micro-batches.
-  struct MaximaScope {
+  struct ObserverScope {
     GPTImpl& model;
-    MaximaScope(GPTImpl& m, ActivationMaxima& maxima) : model(m) { maxima.reset(); model.set_maxima(&maxima); }
-    ~MaximaScope() { model.set_maxima(nullptr); }
-  } maxima_scope(model, maxima);
+    ObserverScope(GPTImpl& m, StepMaximaRecorder* recorder) : model(m) {
+      if (recorder) recorder->reset();
+      model.set_observer(recorder);
+    }
+    ~ObserverScope() { model.set_observer(nullptr); }
+  } observer_scope(model, recorder);
   const auto chunks = rank_chunks(t, step, session.rank, session.world);
   for (size_t c = 0; c < chunks.size(); ++c) {
     const auto [first, count] = chunks[c];
@@ -442,21 +446,28 @@ struct StepMaxima {
   double grad_norm = std::nan(""), attention_logit = std::nan(""), activation = std::nan("");
 };
 
-/// The step's maxima, read from the device: with several ranks, the largest of every rank's.
-StepMaxima read_maxima(const ActivationMaxima& maxima, const torch::Tensor& grad_norm, Communicator* communicator) {
-  auto value = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kDouble).reshape({1}) : torch::full({1}, std::nan(""), torch::kDouble); };
-  auto values = torch::cat({value(maxima.attention_logit).cpu(), value(maxima.activation).cpu()});
+/// The step's gradient norm and, from a `recorder` (a step the telemetry measures), its maxima,
+/// read from the device in one copy: with several ranks, the largest of every rank's maxima.
+StepMaxima read_maxima(const StepMaximaRecorder* recorder, const torch::Tensor& grad_norm, Communicator* communicator) {
+  if (!recorder) return {grad_norm.defined() ? grad_norm.item<double>() : std::nan("")};
+  const auto device = recorder->activation().defined() ? recorder->activation().device() : torch::Device(torch::kCPU);
+  auto value = [&](const torch::Tensor& t) {
+    return t.defined() ? t.to(device, torch::kDouble).reshape({1}) : torch::full({1}, std::nan(""), torch::TensorOptions(torch::kDouble).device(device));
+  };
+  const auto read = torch::cat({value(grad_norm), value(recorder->attention_logit()), value(recorder->activation())}).cpu();
+  const double norm = read[0].item<double>();
+  auto values = read.narrow(0, 1, 2);
   if (communicator) {
     // A maximum through the communicator's sum: each rank's pair in its own row of a zero table,
     // summed over the ranks, then the largest of each column.
     const int64_t world = communicator->world_size(), rank = communicator->rank();
     auto slots = torch::zeros({world, 2}, torch::kDouble);
     slots[rank] = values;
-    std::vector<torch::Tensor> shared{slots.to(grad_norm.device())};
+    std::vector<torch::Tensor> shared{slots.to(device)};
     communicator->all_reduce_sum(shared, "the step maxima all-reduce");
     values = std::get<0>(shared[0].cpu().max(0));
   }
-  return {grad_norm.defined() ? grad_norm.item<double>() : std::nan(""), values[0].item<double>(), values[1].item<double>()};
+  return {norm, values[0].item<double>(), values[1].item<double>()};
 }
 
 /// Counts a finished step in the run's state and curves; returns its record for --log-json.
@@ -576,18 +587,19 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   const auto start = Clock::now();
   const int64_t first_step = state.step;
   Progress progress(t, tokens_per_step, options.log_interval);
-  ActivationMaxima maxima;
+  StepMaximaRecorder maxima;
   bool nonfinite = false;
   while (state.step < t.iterations && !state.finished) {
     const auto step_start = Clock::now();
     const double lr = learning_rate(t, state.step);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
-    const auto [train_loss, signal] = forward_backward(*model, session, tokens, options, signals, maxima);
+    StepMaximaRecorder* recorder = telemetry_measures(t.telemetry, state.step + 1) ? &maxima : nullptr;
+    const auto [train_loss, signal] = forward_backward(*model, session, tokens, options, signals, recorder);
     if (!std::isfinite(train_loss)) {
       // --on-nonfinite stop: the step is recorded with its loss and no update, and the run stops there.
       check_nonfinite_allowed(state, options, t.checkpoint_interval);
-      const StepMaxima step_maxima = read_maxima(maxima, torch::Tensor(), communicator);
+      const StepMaxima step_maxima = read_maxima(recorder, torch::Tensor(), communicator);
       json.write(record_step(session, tokens_per_step, train_loss, lr, seconds_since(step_start), step_maxima));
       log::warn(prefix + "non-finite training loss at step " + std::to_string(state.step) +
                 "; the run stops there, unfinished (--on-nonfinite stop), its curves in " + options.output);
@@ -596,7 +608,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
       break;
     }
     const auto grad_norm = optimizer->clip_and_step(t.grad_clip);
-    const StepMaxima step_maxima = read_maxima(maxima, grad_norm, communicator);
+    const StepMaxima step_maxima = read_maxima(recorder, grad_norm, communicator);
     if (options.device.is_cuda()) torch::cuda::synchronize();
     const double step_seconds = seconds_since(step_start);
     progress.add_step(step_seconds);

@@ -155,7 +155,7 @@ TEST_CASE("a run file carries its tokenizer record, and refuses one with more id
   CHECK_THROWS_WITH(sg::read_run_state(path), Catch::Contains(path) && Catch::Contains("300 ids"));
 }
 
-TEST_CASE("a run file lacking a configuration field is refused, naming the file and the field, but for loss_plan and precision") {
+TEST_CASE("a run file lacking a configuration field is refused, naming the file and the field, but for loss_plan, precision and telemetry") {
   sg_test::Scratch scratch;
   const auto state = small_state();
   const auto all = sg::to_fields(state.config);
@@ -173,14 +173,20 @@ TEST_CASE("a run file lacking a configuration field is refused, naming the file 
       CHECK(sg::read_run_state(path).config.train.precision == "auto");
       continue;
     }
+    if (all[skip].first == "telemetry") {  // those runs measured their maxima every step
+      CHECK(sg::read_run_state(path).config.train.telemetry == 1);
+      continue;
+    }
     INFO("without " << all[skip].first);
     CHECK_THAT(sg_test::error_of(path), Catch::Contains(path) && Catch::Contains("/config lacks the attribute '" + all[skip].first + "'"));
     ++refused;
   }
-  CHECK(refused == static_cast<int>(all.size()) - 2);
+  CHECK(refused == static_cast<int>(all.size()) - 3);
   CHECK_FALSE(sg::field_optional("arm"));
   CHECK(sg::field_optional("loss_plan"));
   CHECK(sg::field_optional("precision"));
+  CHECK(sg::field_optional("telemetry"));
+  CHECK(sg::RunConfig{}.train.telemetry == 0);  // a new run measures nothing unless asked
 }
 
 TEST_CASE("a run file's configuration values are bounded as on a command line: unknown tier, huge sizes, endless runs") {

@@ -289,7 +289,7 @@ TEST_CASE("a step's curves hold its gradient norm before clipping, largest atten
     auto config = small_run(arm, 61);
     // Two micro-batches a step: the step's maxima span both; a large rate so that step 2 differs.
     sg::apply_overrides(config, {"micro_batch=2", "accumulation=2", "iterations=2", "warmup=1", "eval_interval=2",
-                                 "checkpoint_interval=2"});
+                                 "checkpoint_interval=2", "telemetry=1"});
     const auto run = temp_name("test_train_maxima_run");
     sg::train(config, options_for(tokens, run));
     const auto curves = sg::read_run_state(run).curves;
@@ -323,6 +323,38 @@ TEST_CASE("a step's curves hold its gradient norm before clipping, largest atten
     CHECK(curves.max_attention_logit[1] != curves.max_attention_logit[0]);
     CHECK(curves.grad_norm[1] != curves.grad_norm[0]);
     std::remove(run.c_str());
+  }
+  std::remove(tokens.c_str());
+}
+
+TEST_CASE("telemetry is off by default and records no maxima, telemetry=2 measures every second step, and neither changes the training") {
+  sg::log::set_level("quiet");
+  const auto tokens = synthetic_tokens("test_train_telemetry_tokens", 62, 3000, 400);
+  auto curves_of = [&](const std::string& telemetry) {
+    auto config = small_run("baseline", 62);
+    sg::apply_overrides(config, {"iterations=4", "warmup=1", "eval_interval=4", "checkpoint_interval=4"});
+    if (!telemetry.empty()) sg::apply_overrides(config, {"telemetry=" + telemetry});
+    const auto run = temp_name("test_train_telemetry_run");
+    sg::train(config, options_for(tokens, run));
+    const auto state = sg::read_run_state(run);
+    std::remove(run.c_str());
+    CHECK(state.config.train.telemetry == (telemetry.empty() ? 0 : std::stoll(telemetry)));
+    return state.curves;
+  };
+  const auto off = curves_of(""), every_second = curves_of("2");
+  REQUIRE(off.step.size() == 4);
+  REQUIRE(every_second.step.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("step " << off.step[i]);
+    CHECK(std::isnan(off.max_attention_logit[i]));
+    CHECK(std::isnan(off.max_activation[i]));
+    CHECK(std::isfinite(off.grad_norm[i]));
+    const bool measured = every_second.step[i] % 2 == 0;
+    CHECK(std::isfinite(every_second.max_attention_logit[i]) == measured);
+    CHECK(std::isfinite(every_second.max_activation[i]) == measured);
+    // The observer only reads: the same losses and gradient norms, bit for bit.
+    CHECK(off.train_loss[i] == every_second.train_loss[i]);
+    CHECK(off.grad_norm[i] == every_second.grad_norm[i]);
   }
   std::remove(tokens.c_str());
 }
