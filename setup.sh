@@ -1,22 +1,102 @@
 #!/usr/bin/env bash
 # setup.sh — install everything sinkgate needs and build it; idempotent.
 #
+# 0. Which torch: PyPI's wheel (a CUDA 13.0 build), another CUDA build of the same version
+#    (SINKGATE_TORCH_CUDA=cu126, or SINKGATE_TORCH_INDEX=URL), or the torch a Python of the machine
+#    already has (SINKGATE_TORCH_PYTHON=/path/to/python: a cluster module, a container). Where
+#    nvidia-smi exists, the NVIDIA driver is read and checked against that build before anything
+#    is downloaded. `./setup.sh --plan` says all this and stops.
 # 1. Debian packages (compilers' libraries, HDF5, CLI11, Catch2, ccache, the default corpus).
-# 2. LibTorch from PyPI's torch wheel, in a virtual environment kept in a per-user cache
-#    (SINKGATE_CACHE, default ~/.cache/sinkgate) so that fresh clones reuse it.
+# 2. LibTorch from that torch, in a virtual environment kept in a per-user cache (SINKGATE_CACHE,
+#    default ~/.cache/sinkgate) so that fresh clones reuse it, with the tests' Python references.
 # 3. CMake configure + build into ./build (SINKGATE_BUILD to change).
 #
-# A second run on a ready machine only re-runs the incremental build (seconds).
+# A second run on a ready machine only re-runs the incremental build (seconds). docs/gpu.md has
+# the GPU machine's route; docs/build.md every variable.
 set -euo pipefail
 
 TORCH_VERSION=2.11.0
+# The CUDA version of PyPI's torch wheel of TORCH_VERSION for Linux x86-64.
+TORCH_PYPI_CUDA=13.0
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${SINKGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sinkgate}
-VENV=${SINKGATE_VENV:-$CACHE/venv-torch-$TORCH_VERSION}
 BUILD=${SINKGATE_BUILD:-$ROOT/build}
 JOBS=${SINKGATE_JOBS:-$(nproc)}
+PLAN=0
+case "${1:-}" in
+  --plan) PLAN=1 ;;
+  "") ;;
+  *) echo "usage: ./setup.sh [--plan]   (--plan: say which torch and driver, install nothing)" >&2; exit 2 ;;
+esac
 
 log() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: error: %s\n' "$1" >&2; [ $# -gt 1 ] && printf 'hint: %s\n' "$2" >&2; exit 1; }
+# version_at_least HAVE NEED: true when HAVE >= NEED (dotted versions).
+version_at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+
+# --- 0. which torch, and whether this machine's driver runs it --------------------------
+TORCH_PYTHON=${SINKGATE_TORCH_PYTHON:-}
+TORCH_INDEX=${SINKGATE_TORCH_INDEX:-}
+if [ -n "${SINKGATE_TORCH_CUDA:-}" ]; then
+  [[ $SINKGATE_TORCH_CUDA =~ ^(cu[0-9]{3}|cpu)$ ]] || die "SINKGATE_TORCH_CUDA must be cuNNN (cu126, cu128, cu130) or cpu, got '$SINKGATE_TORCH_CUDA'"
+  TORCH_INDEX=https://download.pytorch.org/whl/$SINKGATE_TORCH_CUDA
+fi
+[ -n "$TORCH_PYTHON" ] && [ -n "$TORCH_INDEX" ] && die "SINKGATE_TORCH_PYTHON and SINKGATE_TORCH_INDEX/SINKGATE_TORCH_CUDA both set" "choose one: the machine's torch, or a wheel to install"
+
+# The CUDA version (12.6, 13.0; "none" for a CPU build, "unknown") of the torch that will be used.
+if [ -n "$TORCH_PYTHON" ]; then
+  [ -x "$TORCH_PYTHON" ] || TORCH_PYTHON=$(command -v "$TORCH_PYTHON" || true)
+  [ -n "$TORCH_PYTHON" ] && [ -x "$TORCH_PYTHON" ] || die "SINKGATE_TORCH_PYTHON=${SINKGATE_TORCH_PYTHON}: no such Python"
+  info=$("$TORCH_PYTHON" -c 'import torch; print(torch.__version__.split("+")[0], torch.version.cuda or "none", int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null) ||
+    die "$TORCH_PYTHON cannot import torch" "give the Python whose torch to build against (python -c 'import torch' must work), or unset SINKGATE_TORCH_PYTHON for PyPI's wheel"
+  read -r have_version TORCH_CUDA have_abi <<< "$info"
+  [ "$have_abi" = 1 ] || die "the torch of $TORCH_PYTHON ($have_version) is built with the old C++ ABI (_GLIBCXX_USE_CXX11_ABI=0); sinkgate's libraries (HDF5, CLI11) use the new one"                              "use a torch built with the new ABI (every PyPI wheel since 2.7), or unset SINKGATE_TORCH_PYTHON"
+  if [ "${have_version%.*}" != "${TORCH_VERSION%.*}" ]; then
+    version_at_least "$have_version" "$TORCH_VERSION" ||
+      [ "${SINKGATE_TORCH_ANY_VERSION:-0}" = 1 ] ||
+      die "the torch of $TORCH_PYTHON is $have_version; sinkgate is written against torch $TORCH_VERSION and older versions lack APIs it uses"           "use a Python with torch ${TORCH_VERSION%.*}.x or newer, or SINKGATE_TORCH_ANY_VERSION=1 to try anyway"
+    log "the torch of $TORCH_PYTHON is $have_version, not ${TORCH_VERSION%.*}.x: sinkgate is tested with $TORCH_VERSION"
+  fi
+  TORCH_SOURCE="torch $have_version of $TORCH_PYTHON (CUDA $TORCH_CUDA)"
+  VENV=${SINKGATE_VENV:-$CACHE/venv-torch-python-$(printf '%s' "$TORCH_PYTHON" | sha256sum | cut -c1-12)}
+elif [ -n "$TORCH_INDEX" ]; then
+  tag=${TORCH_INDEX%/}; tag=${tag##*/}
+  case $tag in
+    cpu) TORCH_CUDA=none ;;
+    cu[0-9][0-9][0-9]) TORCH_CUDA=${tag:2:2}.${tag:4:1} ;;
+    *) TORCH_CUDA=unknown; tag=index-$(printf '%s' "$TORCH_INDEX" | sha256sum | cut -c1-12) ;;
+  esac
+  TORCH_SOURCE="torch $TORCH_VERSION from $TORCH_INDEX (CUDA $TORCH_CUDA)"
+  VENV=${SINKGATE_VENV:-$CACHE/venv-torch-$TORCH_VERSION-$tag}
+else
+  TORCH_CUDA=$TORCH_PYPI_CUDA
+  TORCH_SOURCE="torch $TORCH_VERSION from PyPI (CUDA $TORCH_CUDA build)"
+  VENV=${SINKGATE_VENV:-$CACHE/venv-torch-$TORCH_VERSION}
+fi
+
+# The oldest driver of each CUDA major version (CUDA's minor-version compatibility).
+driver_needed() { case $1 in 12.*) echo 525.60.13 ;; 13.*) echo 580.65.06 ;; *) echo "" ;; esac; }
+DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ' || true)
+if [ -z "$DRIVER" ]; then
+  log "$TORCH_SOURCE; no NVIDIA driver here (no nvidia-smi, or it lists no GPU): the tools run on the CPU"
+else
+  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  need=$(driver_needed "$TORCH_CUDA")
+  if [ -z "$need" ]; then
+    log "$TORCH_SOURCE; NVIDIA driver $DRIVER ($GPU): the driver this build needs is not known to setup.sh"
+  elif version_at_least "$DRIVER" "$need"; then
+    log "$TORCH_SOURCE; NVIDIA driver $DRIVER ($GPU) runs it (CUDA ${TORCH_CUDA%%.*} needs $need or newer)"
+  elif [ "${SINKGATE_IGNORE_DRIVER:-0}" = 1 ]; then
+    log "$TORCH_SOURCE; NVIDIA driver $DRIVER is older than the $need it needs: installing anyway (SINKGATE_IGNORE_DRIVER=1); the GPU will not be usable"
+  else
+    die "$TORCH_SOURCE needs an NVIDIA driver $need or newer; this machine's is $DRIVER ($GPU)" \
+        "a CUDA 12 build runs on drivers from 525.60.13: SINKGATE_TORCH_CUDA=cu126 ./setup.sh (or cu128); or build against a torch the machine has: SINKGATE_TORCH_PYTHON=/path/to/python ./setup.sh; SINKGATE_IGNORE_DRIVER=1 installs it anyway, for the CPU (docs/gpu.md)"
+  fi
+fi
+if [ "$PLAN" = 1 ]; then
+  log "plan: torch: $TORCH_SOURCE; virtual environment: $VENV; build: $BUILD"
+  exit 0
+fi
 
 # --- 1. Debian packages ---------------------------------------------------------------
 DEB_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config
@@ -34,15 +114,24 @@ if ((${#missing[@]})); then
 fi
 
 # --- 2. LibTorch (PyPI torch wheel) and the Python test references ----------------------
-PY_PACKAGES=("torch==$TORCH_VERSION" numpy tiktoken==0.14.0 transformers==5.24.0 safetensors==0.8.0 pyarrow==26.0.1 h5py==3.16.0)
+PY_PACKAGES=(numpy tiktoken==0.14.0 transformers==5.24.0 safetensors==0.8.0 pyarrow==26.0.1 h5py==3.16.0)
 stamp="$VENV/.sinkgate-ok"
-want="${PY_PACKAGES[*]}"
+want="torch==$TORCH_VERSION ${PY_PACKAGES[*]}${TORCH_INDEX:+ from $TORCH_INDEX}${TORCH_PYTHON:+ torch of $TORCH_PYTHON}"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  PYTHON=${SINKGATE_PYTHON:-python3}
   mkdir -p "$CACHE"
-  [ -x "$VENV/bin/python" ] || { log "creating virtual environment $VENV"; "$PYTHON" -m venv "$VENV"; }
-  log "installing ${PY_PACKAGES[*]} into $VENV (the torch wheel is several GB the first time)"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+  pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+  if [ -n "$TORCH_PYTHON" ]; then
+    # The machine's torch seen through the environment; the references installed beside it.
+    [ -x "$VENV/bin/python" ] || { log "creating virtual environment $VENV over $TORCH_PYTHON"; "$TORCH_PYTHON" -m venv --system-site-packages "$VENV"; }
+    "$VENV/bin/python" -c 'import torch' 2>/dev/null ||
+      die "the environment $VENV made from $TORCH_PYTHON cannot import its torch" "is torch on that Python's PYTHONPATH only? export it before ./setup.sh"
+  else
+    [ -x "$VENV/bin/python" ] || { log "creating virtual environment $VENV"; "${SINKGATE_PYTHON:-python3}" -m venv "$VENV"; }
+    log "installing torch==$TORCH_VERSION${TORCH_INDEX:+ from $TORCH_INDEX} into $VENV (the wheel is several GB the first time)"
+    "${pip[@]}" ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==$TORCH_VERSION"
+  fi
+  log "installing ${PY_PACKAGES[*]} into $VENV"
+  "${pip[@]}" "${PY_PACKAGES[@]}"
   echo "$want" > "$stamp"
 fi
 
