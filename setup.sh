@@ -121,10 +121,15 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   mkdir -p "$CACHE"
   pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
   if [ -n "$TORCH_PYTHON" ]; then
-    # The machine's torch seen through the environment; the references installed beside it.
-    [ -x "$VENV/bin/python" ] || { log "creating virtual environment $VENV over $TORCH_PYTHON"; "$TORCH_PYTHON" -m venv --system-site-packages "$VENV"; }
+    # An environment of that Python's version that reaches its torch through a .pth file (after
+    # its own packages, so the references installed here win), wherever that torch lives: the
+    # interpreter's site-packages, another virtual environment, a module's PYTHONPATH.
+    [ -x "$VENV/bin/python" ] || { log "creating virtual environment $VENV beside the torch of $TORCH_PYTHON"; "$TORCH_PYTHON" -m venv "$VENV"; }
+    torch_dir=$("$TORCH_PYTHON" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+    site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+    echo "$torch_dir" > "$site/sinkgate-torch.pth"
     "$VENV/bin/python" -c 'import torch' 2>/dev/null ||
-      die "the environment $VENV made from $TORCH_PYTHON cannot import its torch" "is torch on that Python's PYTHONPATH only? export it before ./setup.sh"
+      die "the environment $VENV cannot import the torch of $TORCH_PYTHON (from $torch_dir)" "check that $TORCH_PYTHON -c 'import torch' works in this shell"
   else
     [ -x "$VENV/bin/python" ] || { log "creating virtual environment $VENV"; "${SINKGATE_PYTHON:-python3}" -m venv "$VENV"; }
     log "installing torch==$TORCH_VERSION${TORCH_INDEX:+ from $TORCH_INDEX} into $VENV (the wheel is several GB the first time)"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # gpu_check.sh — the checks that need a CUDA GPU, in one run: the GPU tests of the attention
 # kernels against float64, the arms' self-check on the GPU, a short bf16 training run per arm at
-# the 124M tier (tokens/s and overhead against the baseline), the injection battery on a 124M-shaped
-# model (its wall time) and a 10M-tier run that must learn.
+# the 124M tier (tokens/s and overhead against the baseline; the baseline again with training's
+# telemetry on), the injection battery on a 124M-shaped model (its wall time) and a 10M-tier run
+# that must learn; with GPU_CHECK_MEMORY=1, each paper tier's peak memory.
 #
 # Usage: pipelines/gpu_check.sh [BIN_DIR] [TOKENS] [OUT_DIR]
 #   BIN_DIR  the built executables (default build/bin)
-#   TOKENS   a token file from sg-tokenize (default data/pydoc.h5, from `make -f Makefile.experiments tokens`)
+#   TOKENS   a token file from sg-tokenize (default data/pydoc.h5: `make -f Makefile.experiments PROFILE=quick tokens`)
 #   OUT_DIR  logs and the summary table (default gpu-check)
 # Every step runs even when an earlier one fails; the exit status is 1 if any failed.
 set -u -o pipefail
@@ -17,6 +18,7 @@ STEPS=${GPU_CHECK_STEPS:-45}          # optimizer steps of each throughput run
 TESTS=${GPU_CHECK_TESTS:-1}           # 0: skip the tests, self-checks and the learning run
 ARMS=${GPU_CHECK_ARMS:-baseline offbyone sinklogit sinktoken normgate renorm projgate combo combo2 outgate outgate-elem keygate sinklogit+outgate}
 COSTS=${GPU_CHECK_COSTS:-0}           # 1: also the measurements M0, M3-M8 of pipelines/GPU_COSTS.md
+# GPU_CHECK_MEMORY=1: also the peak memory of each paper tier (below)
 mkdir -p "$OUT"
 rm -f "$OUT/failed-steps"
 
@@ -61,6 +63,19 @@ for arm in $ARMS baseline; do
   awk -v a="$arm" -v r="$rate" -v b="$base" 'BEGIN { printf "%s\t%d\t%+.1f%%\n", a, r, 100 * (b / r - 1) }' \
     >> "$OUT/throughput.tsv"
 done
+# Training's telemetry (the largest attention logit and activation, --set telemetry=N): off by
+# default; its cost when measured every step, as make stability asks, against the baseline above.
+run="$OUT/tp-telemetry.h5"
+step "$BIN/sg-train" --tier 124M --arm baseline --device cuda --tokens "$TOKENS" -o "$run" --force \
+  --set iterations="$STEPS" --set warmup=2 --set eval_interval="$interval" --set eval_batches=1 \
+  --set final_eval_batches=1 --set checkpoint_interval=100000 --set telemetry=1 2>&1 | tee "$OUT/tp-telemetry.log"
+rate=$(grep -o '[0-9]* tok/s' "$OUT/tp-telemetry.log" | tail -1 | cut -d' ' -f1)
+rm -f "$run"
+if [ -n "$rate" ] && [ -n "$base" ]; then
+  awk -v r="$rate" -v b="$base" 'BEGIN { printf "baseline+telemetry=1\t%d\t%+.1f%%\n", r, 100 * (b / r - 1) }' >> "$OUT/throughput.tsv"
+else
+  echo "no tokens/s from the baseline with telemetry=1" >> "$OUT/failed-steps"
+fi
 cat "$OUT/throughput.tsv"
 
 # Data parallelism's own cost (the goal: at most 2 %): the baseline again as a world of one rank
@@ -172,6 +187,26 @@ fi
 # The toy task of Figure 3 on the GPU: one cell of the grid, shortened.
 step timeout 120 "$BIN/sg-toy" --device cuda --condition blind --load 8 --steps 1000 --log-interval 0 \
   -o "$OUT/toy.h5" --force
+
+# Peak memory per tier (GPU_CHECK_MEMORY=1, about 2 minutes): three steps of the baseline and of
+# combo2 at each paper tier's preset, nvidia-smi sampling the memory in use every 200 ms; set beside
+# pipelines/gpu_memory.py's estimate in docs/gpu.md.
+if [ "${GPU_CHECK_MEMORY:-0}" = 1 ]; then
+  printf 'tier\tarm\tpeak_mib\n' > "$OUT/memory.tsv"
+  for tier in 10M 50M 124M 350M; do
+    for arm in baseline combo2; do
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/memory-$tier-$arm.txt" &
+      sampler=$!
+      step "$BIN/sg-train" --tier "$tier" --arm "$arm" --device cuda --tokens "$TOKENS" -o "$OUT/memory.h5" --force \
+        --set iterations=3 --set warmup=1 --set eval_interval=3 --set eval_batches=1 --set final_eval_batches=1 \
+        --set checkpoint_interval=100000 --log-level quiet
+      kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+      printf '%s\t%s\t%s\n' "$tier" "$arm" "$(sort -n "$OUT/memory-$tier-$arm.txt" | tail -1)" >> "$OUT/memory.tsv"
+    done
+  done
+  rm -f "$OUT/memory.h5"
+  cat "$OUT/memory.tsv"
+fi
 
 if [ -s "$OUT/failed-steps" ]; then
   echo "gpu_check: FAILED:"

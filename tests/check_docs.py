@@ -17,7 +17,10 @@ Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
     into one of those tables whose text is a time ("9 min 47 s", "about 10 minutes") must give
     that row's time, exactly or rounded to whole minutes; and a line that speaks of the main job
     or the test suite may quote a time only inside such a link;
-  - CHANGELOG.md has at most one section of each kind (Added, Changed, …) per release.
+  - CHANGELOG.md has at most one section of each kind (Added, Changed, …) per release;
+  - docs/gpu.md's account of what has been verified on a GPU names every commit of the log's
+    newest GPU rows (the "gpu_check.sh" table's newest date, the "Training throughput" run), so
+    that a new GPU measurement cannot be logged without the page saying what it verified.
 Plain Python 3, no third-party package. Prints what it checked; exits 1 naming every failure.
 
 Usage: python3 tests/check_docs.py [SOURCE_DIR]   (default: the folder above this script)
@@ -232,6 +235,50 @@ def check_links(root, page, text, problems):
     return checked
 
 
+GPU_PAGE = "docs/gpu.md"
+GPU_STATUS = "6. What has been verified on a GPU"
+COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def section(text, heading):
+    """The lines under a heading (any level) up to the next heading of the same or a higher level."""
+    lines, inside, level = [], False, 0
+    for line in text.splitlines():
+        match = re.match(r"^(#+)\s+(.*?)\s*$", line)
+        if match and inside and len(match.group(1)) <= level:
+            break
+        if match and match.group(2) == heading:
+            inside, level = True, len(match.group(1))
+            continue
+        if inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def check_gpu_status(root, problems):
+    """The commits of the log's newest GPU measurements appear in docs/gpu.md's verification section."""
+    log_path, page_path = os.path.join(root, LOG), os.path.join(root, GPU_PAGE)
+    if not (os.path.isfile(log_path) and os.path.isfile(page_path)):
+        return 0
+    with open(log_path, encoding="utf-8") as f:
+        log = f.read()
+    with open(page_path, encoding="utf-8") as f:
+        status = section(f.read(), GPU_STATUS)
+    if not status:
+        problems.append(f"{GPU_PAGE}: no section '{GPU_STATUS}'")
+        return 0
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section(log, "gpu_check.sh").splitlines()
+            if line.startswith("|") and re.match(r"\|\s*\d{4}-\d{2}-\d{2}", line)]
+    newest = max((row[0] for row in rows), default=None)
+    commits = {c for row in rows if row[0] == newest for c in COMMIT.findall(row[2])}
+    commits |= set(COMMIT.findall(section(log, "Training throughput").split("\n\n")[0]))
+    for commit in sorted(commits):
+        if commit not in status:
+            problems.append(f"{GPU_PAGE}: '{GPU_STATUS}' does not name commit {commit}, which the log's newest GPU "
+                            "measurements ran: say what it verified and what changed since")
+    return len(commits)
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
@@ -269,6 +316,8 @@ def main():
         for command in README_COMMANDS:
             if command not in text:
                 problems.append(f"README.md: the command CI runs is missing or changed: {command}")
+    gpu_commits = check_gpu_status(root, problems)
+    print(f"check_docs: {GPU_PAGE}: the log's newest GPU measurements ran {gpu_commits} commit(s)")
     for anchor, seconds in newest.items():
         print(f"check_docs: {LOGGED_TIMES[anchor]}, the log's newest row: {show(seconds)}")
     print(f"check_docs: {len(checked_pages)} pages, {total} relative links, {quotes} quoted times, README.md within "

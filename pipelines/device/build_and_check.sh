@@ -6,7 +6,7 @@
 #
 # Usage: pipelines/device/build_and_check.sh [PACK_DIR] [OUT_DIR]
 #   PACK_DIR  what pack.sh made (default .device-pack)
-#   OUT_DIR   summary.md, gpu-check.tsv and logs.tar.gz (default device-out; on the device tool: $OUT)
+#   OUT_DIR   summary.md, gpu-check.tsv and logs.tar.gz (default device-out, or $OUT when set)
 # Environment:
 #   SG_DEVICE_BUDGET_S  seconds the whole script may take; it stops itself before them (default 540)
 #   SG_DEVICE_JOBS      build jobs (default: every core)
@@ -21,7 +21,7 @@
 # Expected cost of each stage on one H200 machine (16 cores), from the rehearsal on 2 cores and
 # gpu_check.sh's last measured run (docs/gpu.md has the figures):
 #   unpack 5-15 s · configure 20-30 s · build 1.5-2.5 min (sg_core, sg and 8 targets: 10 CPU-minutes, no ccache)
-#   · gpu_check 4-5 min · summary 1 s.  The device tool's start and transfers add 1-2 min.
+#   · gpu_check 4-5 min · summary 1 s.
 # Every stage prints a timestamp; a stage that fails ends the script with the summary still written.
 set -u -o pipefail
 
@@ -58,7 +58,7 @@ finish() {
     echo "| stage | seconds | result |"
     echo "| --- | --- | --- |"
     printf '%s\n' "${stages[@]}"
-    for table in "$OUT"/gpu-check/throughput.tsv "$OUT"/gpu-check/costs.tsv; do
+    for table in "$OUT"/gpu-check/throughput.tsv "$OUT"/gpu-check/costs.tsv "$OUT"/gpu-check/memory.tsv; do
       [ -s "$table" ] && { echo; echo "$(basename "$table"):"; echo '```'; cat "$table"; echo '```'; }
     done
     [ -s "$OUT/gpu-check/failed-steps" ] && { echo; echo "failed steps:"; sed 's/^/- /' "$OUT/gpu-check/failed-steps"; }
@@ -66,7 +66,7 @@ finish() {
     echo "exit $status after $((SECONDS - start)) s"
   } > "$SUMMARY"
   [ -s "$OUT/gpu-check/throughput.tsv" ] && cp "$OUT/gpu-check/throughput.tsv" "$OUT/gpu-check.tsv"
-  # The device tool brings back few files, two folders deep: one archive of every log.
+  # One archive of every log: few files to copy back from a remote machine.
   tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs $( [ -d "$OUT/gpu-check" ] && echo gpu-check) 2>/dev/null
   rm -rf "$OUT/logs" "$OUT/gpu-check"
   cat "$SUMMARY"
