@@ -101,7 +101,7 @@ fi
 # --- 1. Debian packages ---------------------------------------------------------------
 DEB_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config
               libhdf5-dev libcli11-dev catch2 nlohmann-json3-dev libssl-dev libicu-dev libgloo-dev
-              python3-venv python3.11-doc gnuplot-nox)
+              python3-venv python3.11-doc gnuplot-nox universal-ctags)
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -138,6 +138,82 @@ std::pair<torch::Tensor, torch::Tensor> exp_rows_bf16(torch::Tensor& logits, int
   return {rowmax, sums};
 }
 
+/// Which paths a call of the loss takes, decided from its inputs, the plan and the CPU before
+/// autocast is kept out (is_autocast_enabled reads the dispatch keys that guard excludes).
+struct LossRoute {
+  torch::ScalarType math = torch::kFloat;  // softmax and sums: float32 (float64 for float64 inputs)
+  torch::ScalarType low = torch::kFloat;   // the products' dtype: autocast's where it is on
+  bool autocast = false, cpu_float_inputs = false, fixed = false;
+  bool own_bf16 = false, cpu_float = false, fused_rows = false, avx512_bf16_rows = false, bf16_rows = false;
+  LossProducts products = LossProducts::plain;
+  std::string rows_isa;  // a fixed plan's row kernel: "avx512f", "avx2" or "" (portable, or by the switches)
+};
+
+LossRoute route_of(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t products, int64_t row_kernel) {
+  LossRoute r;
+  r.math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  // The products' dtype: autocast's where it is on (bf16 on the GPU), as autocast would run them.
+  // Under autocast `hidden` arrives in float32 (LayerNorm runs in float32 there), and out= and
+  // in-place products (mm_out, addmm_) escape autocast: so the dtype is taken from autocast, not
+  // from hidden, and every product is a plain, cast, matmul (autocast itself kept out of the loop,
+  // so that the float32 products of a fixed plan stay float32 under it).
+  const auto device_type = hidden.device().type();
+  r.autocast = r.math == torch::kFloat && at::autocast::is_autocast_enabled(device_type);
+  r.cpu_float_inputs = hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
+  r.fixed = row_kernel != kRowsBySwitches;
+  r.products = static_cast<LossProducts>(products);
+  const bool float_products_named = r.products == LossProducts::packed || r.products == LossProducts::avx512;
+  // The own bf16 products under autocast: float32 operands rounded to bf16 as they are packed,
+  // float32 logits and exponentials (so `low` stays float32 and the float32 rows run).
+  r.own_bf16 = r.autocast && r.cpu_float_inputs && r.products == LossProducts::avx512bf16 &&
+               (r.fixed ? cpu_has_avx512_bf16_gemm() : has_avx512_bf16_gemm());
+  r.cpu_float = r.cpu_float_inputs && (!r.autocast || (r.fixed && float_products_named) || r.own_bf16);
+  r.low = r.autocast && !r.cpu_float ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
+  // CPU float32: max, exp and sum are one pass over each row (float32 logits, whatever the
+  // products' dtype). A fixed plan (a named row kernel) runs the paths it names wherever the CPU has them.
+  r.rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
+  r.fused_rows = r.cpu_float_inputs && (r.fixed ? !r.rows_isa.empty() && cpu_has_row_kernel(r.rows_isa) : has_exp_shifted_rows());
+  // The AVX-512 rows with bf16 output, where the CPU has AVX512-BF16 (a bf16 run's does). With
+  // bf16 products they read the bf16 logits and write bf16 E in place (no float32 logits, no cast
+  // of E); with the own bf16 products, see ChunkProducts::bf16_e.
+  r.avx512_bf16_rows = r.fused_rows && cpu_has_bf16_rows() &&
+                       (r.fixed ? r.rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
+  r.bf16_rows = r.avx512_bf16_rows && r.low == torch::kBFloat16;
+  return r;
+}
+
+/// The products' paths of a route: the own AVX-512 products, MKL's packed weight (packed once for
+/// every chunk and both products that read it), or plain matmuls in `low`.
+ChunkProducts chunk_products(const LossRoute& r, const torch::Tensor& hidden, const torch::Tensor& weight,
+                             int64_t chunk_rows, bool need_grad) {
+  const int64_t rows = hidden.size(0), width = hidden.size(1), vocab = weight.size(0);
+  ChunkProducts paths;
+  paths.width = width;
+  paths.vocab = vocab;
+  paths.options = hidden.options();
+  paths.low = r.low;
+  paths.math = r.math;
+  paths.weight_h = weight.to(r.low);  // cast once, not per chunk
+  // Outside autocast (a bf16 run's float32 validation) the own bf16 products run as the own
+  // float32 ones: the same blocked product, float32 operands.
+  const bool own_float = r.products == LossProducts::avx512 || (r.products == LossProducts::avx512bf16 && !r.autocast);
+  paths.own = r.own_bf16 || (r.cpu_float && own_float && (r.fixed ? cpu_has_avx512_gemm() : has_avx512_gemm()));
+  if (r.own_bf16) paths.gemm = gemm_avx512_bf16;
+  // The own bf16 products with the AVX-512 rows: E written once, in bf16, for both gradient
+  // products (half the bytes they read, and no rounding as they pack).
+  paths.bf16_e = r.own_bf16 && r.avx512_bf16_rows;
+  paths.weight_c = paths.own ? weight.contiguous() : weight;
+  paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
+  if (r.cpu_float && r.products == LossProducts::packed && rows > 0 &&
+      (r.fixed ? PackedRightOperand::present() : PackedRightOperand::available())) {
+    const auto w = weight.contiguous();
+    const int64_t most_rows = std::min(chunk_rows, rows);
+    paths.times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
+    if (need_grad) paths.times_weight.emplace(w.data_ptr<float>(), width, /*transposed=*/false, most_rows, width, vocab);
+  }
+  return paths;
+}
+
 // Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
 //   loss     = sum_rows (rowmax + log s - logit[target]) / N
 //   dhidden  = (E W) / (s N)  -  W[target] / N                   (row scaling after the product)
@@ -157,85 +233,27 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     // pay for both gradient products).
     const bool need_grad = hidden.requires_grad() || weight.requires_grad();
     if (chunk_rows <= 0) chunk_rows = default_loss_chunk_rows(vocab);  // ~64 MB of float logits
-    // Softmax and sums in float32 (float64 for float64 inputs).
-    const auto math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    const LossRoute route = route_of(hidden, weight, products, row_kernel);
+    const auto math = route.math, low = route.low;
     const double inverse_rows = 1.0 / static_cast<double>(rows);
-    // The products' dtype: autocast's where it is on (bf16 on the GPU), as autocast would run them.
-    // Under autocast `hidden` arrives in float32 (LayerNorm runs in float32 there), and out= and
-    // in-place products (mm_out, addmm_) escape autocast: so the dtype is taken from autocast, not
-    // from hidden, and every product below is a plain, cast, matmul.
-    const auto device_type = hidden.device().type();
-    const bool autocast = math == torch::kFloat && at::autocast::is_autocast_enabled(device_type);
-    // Autocast's products are plain, cast, matmuls below (autocast itself is kept out of the
-    // loop, so that the float32 products of a fixed plan stay float32 under it).
-    const bool cpu_float_inputs =
-        hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
-    const bool fixed = row_kernel != kRowsBySwitches;
-    const auto named_products = static_cast<LossProducts>(products);
-    const bool float_products_named = named_products == LossProducts::packed || named_products == LossProducts::avx512;
-    // The own bf16 products under autocast: float32 operands rounded to bf16 as they are packed,
-    // float32 logits and exponentials (so `low` stays float32 and the float32 rows run).
-    const bool own_bf16 = autocast && cpu_float_inputs && named_products == LossProducts::avx512bf16 &&
-                          (fixed ? cpu_has_avx512_bf16_gemm() : has_avx512_bf16_gemm());
-    const bool cpu_float = cpu_float_inputs && (!autocast || (fixed && float_products_named) || own_bf16);
-    const auto low = autocast && !cpu_float ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     torch::Tensor grad_hidden, grad_weight;
     const auto weight_m = weight.to(math);
-    const auto weight_h = weight.to(low);  // cast once, not per chunk
     if (need_grad) {
       grad_hidden = torch::empty_like(hidden);
       grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
     }
-    // CPU float32: the fast paths of lib/cpu_kernels and lib/cpu_gemm where they run. Packed, the
-    // weight is packed once for every chunk and both products that read it; the AVX-512 products
-    // pack their blocks themselves; max, exp and sum are one pass over each row (float32 logits,
-    // whatever the products' dtype).
-    // A fixed plan (a named row kernel) runs the paths it names wherever the CPU has them.
-    const std::string rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
-    const bool fused_rows =
-        cpu_float_inputs && (fixed ? !rows_isa.empty() && cpu_has_row_kernel(rows_isa) : has_exp_shifted_rows());
-    // The AVX-512 rows with bf16 output, where the CPU has AVX512-BF16 (a bf16 run's does). With
-    // bf16 products they read the bf16 logits and write bf16 E in place (no float32 logits, no cast
-    // of E); with the own bf16 products, see bf16_e below.
-    const bool avx512_bf16_rows = fused_rows && cpu_has_bf16_rows() &&
-                                  (fixed ? rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
-    const bool bf16_rows = avx512_bf16_rows && low == torch::kBFloat16;
-    const int64_t width = hidden.size(1);
-    ChunkProducts paths;
-    paths.width = width;
-    paths.vocab = vocab;
-    paths.options = hidden.options();
-    paths.low = low;
-    paths.math = math;
-    paths.weight_h = weight_h;
-    // Outside autocast (a bf16 run's float32 validation) the own bf16 products run as the own
-    // float32 ones: the same blocked product, float32 operands.
-    const bool own_float = named_products == LossProducts::avx512 || (named_products == LossProducts::avx512bf16 && !autocast);
-    paths.own = own_bf16 || (cpu_float && own_float && (fixed ? cpu_has_avx512_gemm() : has_avx512_gemm()));
-    if (own_bf16) paths.gemm = gemm_avx512_bf16;
-    // The own bf16 products with the AVX-512 rows: E written once, in bf16, for both gradient
-    // products (half the bytes they read, and no rounding as they pack).
-    paths.bf16_e = own_bf16 && avx512_bf16_rows;
-    paths.weight_c = paths.own ? weight.contiguous() : weight;
-    paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
-    if (cpu_float && static_cast<LossProducts>(products) == LossProducts::packed && rows > 0 &&
-        (fixed ? PackedRightOperand::present() : PackedRightOperand::available())) {
-      const auto w = weight.contiguous();
-      const int64_t most_rows = std::min(chunk_rows, rows);
-      paths.times_weight_t.emplace(w.data_ptr<float>(), width, /*transposed=*/true, most_rows, vocab, width);
-      if (need_grad) paths.times_weight.emplace(w.data_ptr<float>(), width, /*transposed=*/false, most_rows, width, vocab);
-    }
+    const ChunkProducts paths = chunk_products(route, hidden, weight, chunk_rows, need_grad);
     auto total = torch::zeros({}, hidden.options().dtype(torch::kDouble));
     for (int64_t begin = 0; begin < rows; begin += chunk_rows) {
       const int64_t end = std::min(rows, begin + chunk_rows), n = end - begin;
       const auto h = hidden.index({Slice(begin, end)});
       const auto t = targets.index({Slice(begin, end)});
-      torch::Tensor logits = bf16_rows ? torch::matmul(h.to(low), weight_h.t()) : paths.logits(h, n);  // (n, V)
+      torch::Tensor logits = route.bf16_rows ? torch::matmul(h.to(low), paths.weight_h.t()) : paths.logits(h, n);  // (n, V)
       const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1).to(math);
-      const auto [rowmax, sums] = bf16_rows     ? exp_rows_bf16(logits, n, vocab)
-                                  : paths.bf16_e ? exp_rows_to_bf16(logits, n, vocab)
-                                                 : exp_rows(logits, n, vocab, fused_rows, rows_isa);
+      const auto [rowmax, sums] = route.bf16_rows ? exp_rows_bf16(logits, n, vocab)
+                                  : paths.bf16_e  ? exp_rows_to_bf16(logits, n, vocab)
+                                                  : exp_rows(logits, n, vocab, route.fused_rows, route.rows_isa);
       const auto& e = logits;
       total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
       if (!need_grad) continue;

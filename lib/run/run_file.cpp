@@ -128,31 +128,39 @@ void write_run_contents(h5::Group& root, const RunState& state, const Provenance
   root.write_doubles("curves/max_activation", per_step(c.max_activation)).set_attribute("units", "activation");
 }
 
-RunState read_run_state(const std::string& path) {
-  const auto root = h5::File::open(path);
-  h5::check_format(root, kRunFormat, kRunSchemaVersion);
-  for (const char* member : {"config", "state", "model", "curves"}) require(root, member, path);
-  RunState state;
-  const auto config = root.group("config");
+namespace {
+/// The configuration of /config, one attribute a field. Every field the schema does not mark
+/// optional is there: a missing one would silently take the 10M tier's default (arm baseline,
+/// seed 0, 6,000 iterations). A missing optional one means what the runs of the versions without
+/// it did (field_absent_value).
+RunConfig read_config(const h5::Group& config, const std::string& path) {
+  RunConfig out;
   const auto names = config.attribute_names();
   for (const auto& name : names) {
     try {
-      set_field(state.config, name, config.attribute_string(name));
+      set_field(out, name, config.attribute_string(name));
     } catch (const UsageError& error) {
       throw InputError(path + ": configuration field '" + name + "': " + error.what(),
                        "was the file written by a newer sinkgate?");
     }
   }
-  // Every field the schema does not mark optional is there: a missing one would silently take the
-  // 10M tier's default (arm baseline, seed 0, 6,000 iterations). A missing optional one means what
-  // the runs of the versions without it did.
   for (const auto& name : field_names()) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     if (!field_optional(name))
       throw InputError(path + ": /config lacks the attribute '" + name + "'",
                        "the run file is damaged: every configuration field but loss_plan, precision and telemetry must be there");
-    set_field(state.config, name, field_absent_value(name));
+    set_field(out, name, field_absent_value(name));
   }
+  return out;
+}
+}  // namespace
+
+RunState read_run_state(const std::string& path) {
+  const auto root = h5::File::open(path);
+  h5::check_format(root, kRunFormat, kRunSchemaVersion);
+  for (const char* member : {"config", "state", "model", "curves"}) require(root, member, path);
+  RunState state;
+  state.config = read_config(root.group("config"), path);
   const auto status = root.group("state");
   state.step = status.attribute_int("step");
   state.data_position = status.attribute_int("data_position");
