@@ -175,14 +175,14 @@ int main(int argc, char** argv) {
   parser.option("--arm", options.arm, "arm: " + sg::arm_choices());
   parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kSeed | sg::cli::kDevice |
                                     sg::cli::kThreads | sg::cli::kLogLevel | sg::cli::kConfig);
-  parser.option("--set", options.overrides,
-                "override a field, key=value (repeatable): n_layer n_head n_embd block_size vocab_size gate_beta "
-                "micro_batch accumulation iterations warmup lr_peak lr_min weight_decay beta1 beta2 grad_clip "
-                "eval_interval eval_batches final_eval_batches eval_seed checkpoint_interval loss_plan precision");
+  std::vector<std::string> settable;  // every field but those the options above name
+  for (const auto& field : sg::field_names())
+    if (field != "tier" && field != "arm" && field != "seed") settable.push_back(field);
+  parser.option("--set", options.overrides, "override a field, key=value (repeatable): " + sg::join(settable, " "));
+  std::vector<std::string> precisions;
+  for (const auto& row : sg::precisions()) precisions.push_back(std::string(row.name) + " (" + row.meaning + ")");
   parser.option("--precision", options.precision,
-                "auto (the default: float32 on a CPU, bf16 autocast on a GPU), float32, or bf16 (on a CPU with "
-                "AVX512-BF16 or AMX: bf16 matrix products, float32 master weights, moments, gates, norms and "
-                "softmax statistics); recorded in the run file, kept by --resume (the field precision)");
+                sg::join(precisions, ", ") + "; recorded in the run file, kept by --resume (the field precision)");
   parser.option("--label", options.labels,
                 "KEY=VALUE carried as a key column into every result table made from the run (repeatable; "
                 "run=NAME names the run in place of its file)");

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "lib/base/error.h"
@@ -155,7 +156,7 @@ const std::vector<Field>& fields() {
             [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); },
             /*optional=*/true, /*absent=*/"auto"},
       // Likewise: read as auto, the device's precision, which is what those runs trained in.
-      Field{"precision", [](const RunConfig& c) { return c.train.precision; },
+      Field{"precision", [](const RunConfig& c) { return std::string(to_string(c.train.precision)); },
             [](RunConfig& c, const std::string& v) { c.train.precision = parse_precision(v); },
             /*optional=*/true, /*absent=*/"auto"},
       // Runs of earlier versions measured their maxima every step.
@@ -260,17 +261,43 @@ void TrainConfig::validate() const {
     throw UsageError("field 'telemetry': " + std::to_string(telemetry) + " is not in [0, " + std::to_string(kMaxIterations) + "]",
                      "telemetry=N measures the largest attention logit and activation every Nth step; 0 measures none");
   parse_loss_plan(loss_plan);
-  parse_precision(precision);
 }
 
-std::string parse_precision(const std::string& text) {
-  if (text == "auto" || text == "float32" || text == "bf16") return text;
-  if (text == "fp32") return "float32";
-  if (text == "bfloat16") return "bf16";
-  throw UsageError("field 'precision': '" + text + "' is not auto, float32 or bf16",
+namespace {
+constexpr PrecisionInfo kPrecisionTable[] = {
+    {Precision::automatic, "auto", "", false, "the device's: bf16 on a GPU, float32 on a CPU"},
+    {Precision::float32, "float32", "fp32", false, "float32 throughout"},
+    {Precision::bf16, "bf16", "bfloat16", true,
+     "bf16 matrix products with float32 accumulation; float32 master weights, moments, gates, norms and softmax "
+     "statistics (on a CPU: AVX512-BF16 or AMX-BF16)"},
+};
+static_assert(std::size(kPrecisionTable) == static_cast<size_t>(Precision::bf16) + 1, "a row for every Precision");
+}  // namespace
+
+const std::vector<PrecisionInfo>& precisions() {
+  static const std::vector<PrecisionInfo> table(std::begin(kPrecisionTable), std::end(kPrecisionTable));
+  return table;
+}
+
+Precision parse_precision(const std::string& text) {
+  std::vector<std::string> names;
+  for (const auto& row : precisions()) {
+    if (text == row.name || (*row.alias && text == row.alias)) return row.value;
+    names.emplace_back(row.name);
+  }
+  throw UsageError("field 'precision': '" + text + "' is not " + join(names, ", "),
                    "--precision bf16 trains with bf16 matrix products on a CPU with AVX512-BF16 or AMX; "
                    "float32 is the CPU's default");
 }
+
+const char* to_string(Precision precision) { return precisions().at(static_cast<size_t>(precision)).name; }
+
+Precision resolve_precision(Precision precision, bool on_gpu) {
+  if (precision != Precision::automatic) return precision;
+  return on_gpu ? Precision::bf16 : Precision::float32;
+}
+
+bool uses_autocast(Precision precision) { return precisions().at(static_cast<size_t>(precision)).autocast; }
 
 LossPlanSpec parse_loss_plan(const std::string& text) {
   LossPlanSpec spec;

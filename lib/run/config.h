@@ -52,6 +52,30 @@ struct ModelConfig {
   void validate() const;
 };
 
+/// The training precision (field precision): automatic until a run fixes it, then float32 or bf16.
+enum class Precision { automatic, float32, bf16 };  // bf16 last: the table's static_assert counts to it
+
+/// One precision: its name in run files and on the command line, another spelling read as it, and
+/// what it means. A row per enumerator, in their order (precisions()).
+struct PrecisionInfo {
+  Precision value;
+  const char* name;
+  const char* alias;  // read as name ("" when none)
+  bool autocast;      // products under bf16 autocast (fp32 master weights and AdamW moments, the
+                      // matrix products in bf16 with float32 accumulation, gate maths, softmax
+                      // statistics, layer norms and the loss's log-sum-exp in float32)
+  const char* meaning;
+};
+const std::vector<PrecisionInfo>& precisions();
+
+/// Reads a precision by name or alias; throws UsageError naming the field and the names.
+Precision parse_precision(const std::string& text);
+const char* to_string(Precision precision);
+/// What automatic means on a device: bf16 autocast on a GPU, float32 on a CPU; others are themselves.
+Precision resolve_precision(Precision precision, bool on_gpu);
+/// Whether a (resolved) precision runs the products under bf16 autocast.
+bool uses_autocast(Precision precision);
+
 /// The optimisation recipe of App. A and the per-tier schedule of Table 3.
 struct TrainConfig {
   int64_t micro_batch = 64;   // sequences per forward pass
@@ -72,9 +96,9 @@ struct TrainConfig {
   /// The loss's plan (LossPlanSpec's text): "auto" until a run fixes it, then the plan it trains
   /// with, "ROWS:PRODUCTS:ROW_KERNEL", which a resume keeps (lib/SCHEMA.md "loss_plan").
   std::string loss_plan = "auto";
-  /// The training precision (field precision, parse_precision): "auto" until a run fixes it (float32
-  /// on a CPU, bf16 autocast on a GPU), then "float32" or "bf16", which a resume keeps.
-  std::string precision = "auto";
+  /// The training precision (field precision): automatic until a run fixes it (float32 on a CPU,
+  /// bf16 autocast on a GPU), then float32 or bf16, which a resume keeps.
+  Precision precision = Precision::automatic;
   /// Training's telemetry (lib/train/telemetry.h): the largest attention logit and residual
   /// activation (curves max_attention_logit, max_activation) measured every telemetry-th step;
   /// 0, the default, measures none and costs nothing. Run files without the field recorded every
@@ -106,12 +130,6 @@ LossPlanSpec parse_loss_plan(const std::string& text);
 /// The plan's text, as parse_loss_plan reads it ("auto", "2048:avx512", "2048:avx512:avx512f").
 std::string to_string(const LossPlanSpec& spec);
 
-/// The training precision as a run names it (field precision): "auto" (the device's: float32 on a
-/// CPU, bf16 on a GPU), "float32", or "bf16" (fp32 master weights and AdamW moments, the matrix
-/// products in bf16 with float32 accumulation, gate maths, softmax statistics, layer norms and the
-/// loss's log-sum-exp in float32). Returns the canonical name ("fp32" and "bfloat16" are read as
-/// "float32" and "bf16"); throws UsageError naming the field and its values.
-std::string parse_precision(const std::string& text);
 
 /// Everything that defines one training run.
 struct RunConfig {

@@ -104,7 +104,7 @@ json describe_run(const std::string& path) {
           {"token_file_sha256", state.token_file_hash},
           {"tokenizer_record", describe_record(state.tokenizer)},
           {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
-          {"precision", config.train.precision == "auto" ? json(nullptr) : json(config.train.precision)},
+          {"precision", config.train.precision == Precision::automatic ? json(nullptr) : json(to_string(config.train.precision))},
           {"telemetry", config.train.telemetry},
           {"checkpoint_time", modified_utc(path)},
           {"config", fields},
@@ -189,7 +189,7 @@ void render_run(Lines& lines, const json& r) {
   if (r["precision"].is_null())
     lines.add("precision", "not recorded (a run file of an older version: the device's, float32 on a CPU, bf16 on a GPU)");
   else
-    lines.add("precision", text_of(r["precision"]) + (r["precision"] == "bf16"
+    lines.add("precision", text_of(r["precision"]) + (uses_autocast(parse_precision(text_of(r["precision"])))
                                                           ? " (bf16 matrix products, float32 master weights; kept by --resume)"
                                                           : " (kept by --resume)"));
   const int64_t every = r["telemetry"].get<int64_t>();

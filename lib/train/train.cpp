@@ -99,7 +99,7 @@ LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, con
   request.chunk_rows = spec.chunk_rows;
   request.products = spec.products;
   request.row_kernel = spec.row_kernel;
-  request.cpu_bf16 = options.device.is_cpu() && config.train.precision == "bf16";
+  request.cpu_bf16 = options.device.is_cpu() && config.train.precision == Precision::bf16;
   request.cpu_float32 = options.device.is_cpu() && !request.cpu_bf16;
   request.device = options.device.str();
   request.rows = config.train.micro_batch * config.model.block_size;
@@ -127,9 +127,9 @@ LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, con
 /// older version) the device's: bf16 autocast on a GPU, float32 on a CPU. bf16 on a CPU needs its
 /// bf16 matrix instructions (cpu_kernels.h): refused (UsageError) where it has none, rather than
 /// emulated at a fraction of float32's speed.
-std::string fix_precision(const std::string& asked, const TrainOptions& options) {
-  const std::string precision = asked == "auto" ? (options.device.is_cuda() ? "bf16" : "float32") : asked;
-  if (precision == "bf16" && options.device.is_cpu()) {
+Precision fix_precision(Precision asked, const TrainOptions& options) {
+  const Precision precision = resolve_precision(asked, options.device.is_cuda());
+  if (uses_autocast(precision) && options.device.is_cpu()) {
     const std::string missing = cpu_bf16_missing();
     if (!missing.empty())
       throw UsageError("precision bf16 on the CPU needs bf16 matrix instructions (AVX512-BF16 or AMX-BF16), but " +
@@ -142,11 +142,11 @@ std::string fix_precision(const std::string& asked, const TrainOptions& options)
 }
 
 /// The run's precision on the log.
-void announce_precision(const std::string& precision, const TrainOptions& options, const std::string& prefix) {
-  if (precision == "bf16" && options.device.is_cpu())
+void announce_precision(Precision precision, const TrainOptions& options, const std::string& prefix) {
+  if (uses_autocast(precision) && options.device.is_cpu())
     log::info(prefix + "precision bf16: bf16 matrix products with float32 accumulation (" +
               join(cpu_bf16_features(), ", ") + "); float32 master weights, moments, gates, norms and softmax statistics");
-  else if (precision == "float32" && options.device.is_cuda())
+  else if (!uses_autocast(precision) && options.device.is_cuda())
     log::info(prefix + "precision float32 on " + options.device.str() + ": no autocast");
 }
 
@@ -162,7 +162,7 @@ double validation_loss(GPTImpl& model, const TokenFile& tokens, const RunConfig&
                        const torch::Device& device, Communicator* communicator) {
   torch::NoGradGuard no_grad;
   // On a GPU in the run's precision; on a CPU in float32 whatever the run's (as sg-eval scores it).
-  AutocastGuard autocast(device, device.is_cuda() && config.train.precision != "float32");
+  AutocastGuard autocast(device, device.is_cuda() && uses_autocast(resolve_precision(config.train.precision, true)));
   const bool was_training = model.is_training();
   model.eval();
   const auto& t = config.train;
@@ -407,7 +407,7 @@ std::pair<double, int> forward_backward(GPTImpl& model, const Session& session, 
     const auto [first, count] = chunks[c];
     const auto batch = sample_batch(tokens, Split::train, config.seed, first, count, config.model.block_size);
     if (session.communicator && c + 1 == chunks.size()) session.communicator->arm();  // the gradients of this pass are summed
-    AutocastGuard autocast(options.device, config.train.precision == "bf16");
+    AutocastGuard autocast(options.device, uses_autocast(config.train.precision));
     auto loss = model.loss(batch.inputs.to(options.device), batch.targets.to(options.device));
     const double weight = static_cast<double>(t.batch()) / static_cast<double>(count);
     (loss / weight).backward();
@@ -528,8 +528,8 @@ Provenance fix_arithmetic(Session& session, const TrainOptions& options, GPTImpl
   session.state.config.train.loss_plan = config.train.loss_plan;
   model.set_loss_plan(loss_plan);
   Provenance provenance = with_field(with_field(options.provenance, "loss_plan", config.train.loss_plan),
-                                     "precision", config.train.precision);
-  provenance.arithmetic = arithmetic_text(options.device) + "; " + config.train.precision + "; loss plan " +
+                                     "precision", to_string(config.train.precision));
+  provenance.arithmetic = arithmetic_text(options.device) + "; " + to_string(config.train.precision) + "; loss plan " +
                           config.train.loss_plan +
                           (communicator ? "; " + std::to_string(communicator->world_size()) + " processes" : "");
   return provenance;

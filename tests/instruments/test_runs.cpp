@@ -108,7 +108,7 @@ TEST_CASE("measure_runs scores a run with the loss plan its file records, whatev
 
 TEST_CASE("measuring_loss_plan runs a bf16 run's plan in float32: bf16 products as plain ones, avx512bf16 as avx512") {
   auto config = sg::make_run_config("tiny", "baseline", 1);
-  config.train.precision = "bf16";
+  config.train.precision = sg::Precision::bf16;
   config.train.loss_plan = "512:bf16:portable";
   auto measured = sg::measuring_loss_plan(config, torch::kCPU);
   CHECK(measured.plan.products == sg::LossProducts::plain);

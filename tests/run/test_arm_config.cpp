@@ -201,23 +201,39 @@ TEST_CASE("loss_plan: auto or ROWS:PRODUCTS[:ROW_KERNEL], a bad one is a usage e
 
 TEST_CASE("precision: auto, float32 or bf16 (fp32 and bfloat16 read as those), a bad one names the field and its values") {
   auto config = sg::make_run_config("tiny", "baseline", 0);
-  CHECK(config.train.precision == "auto");
-  for (const auto& tier : sg::tiers()) CHECK(tier.train.precision == "auto");
+  CHECK(config.train.precision == sg::Precision::automatic);
+  for (const auto& tier : sg::tiers()) CHECK(tier.train.precision == sg::Precision::automatic);
   sg::apply_overrides(config, {"precision=bf16"});
-  CHECK(config.train.precision == "bf16");
+  CHECK(config.train.precision == sg::Precision::bf16);
   sg::apply_overrides(config, {"precision = fp32"});
-  CHECK(config.train.precision == "float32");
-  CHECK(sg::parse_precision("bfloat16") == "bf16");
-  CHECK(sg::parse_precision("auto") == "auto");
+  CHECK(config.train.precision == sg::Precision::float32);
+  CHECK(sg::parse_precision("bfloat16") == sg::Precision::bf16);
+  CHECK(sg::parse_precision("auto") == sg::Precision::automatic);
   for (const char* bad : {"", "fp16", "half", "BF16", "float64", "bf16 "}) {
     INFO("'" << bad << "'");
-    CHECK_THROWS_WITH(sg::parse_precision(bad), Catch::Contains("field 'precision'") && Catch::Contains("auto, float32 or bf16"));
+    CHECK_THROWS_WITH(sg::parse_precision(bad), Catch::Contains("field 'precision'") && Catch::Contains("auto, float32, bf16"));
   }
   sg::RunConfig copy;
   for (const auto& [key, value] : sg::to_fields(config)) sg::set_field(copy, key, value);
-  CHECK(copy.train.precision == "float32");
-  copy.train.precision = "fp8";
-  CHECK_THROWS_WITH(copy.train.validate(), Catch::Contains("precision"));
+  CHECK(copy.train.precision == sg::Precision::float32);
+  CHECK_THROWS_WITH(sg::set_field(copy, "precision", "fp8"), Catch::Contains("precision"));
+}
+
+TEST_CASE("the precision table: a row per enumerator in their order, names round-trip, automatic resolves by device") {
+  const auto& rows = sg::precisions();
+  REQUIRE(rows.size() == static_cast<size_t>(sg::Precision::bf16) + 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO(rows[i].name);
+    CHECK(static_cast<size_t>(rows[i].value) == i);
+    CHECK(sg::parse_precision(rows[i].name) == rows[i].value);
+    CHECK(std::string(sg::to_string(rows[i].value)) == rows[i].name);
+    if (*rows[i].alias) CHECK(sg::parse_precision(rows[i].alias) == rows[i].value);
+  }
+  CHECK(sg::resolve_precision(sg::Precision::automatic, /*on_gpu=*/true) == sg::Precision::bf16);
+  CHECK(sg::resolve_precision(sg::Precision::automatic, /*on_gpu=*/false) == sg::Precision::float32);
+  CHECK(sg::resolve_precision(sg::Precision::float32, /*on_gpu=*/true) == sg::Precision::float32);
+  CHECK(sg::uses_autocast(sg::Precision::bf16));
+  CHECK_FALSE(sg::uses_autocast(sg::Precision::float32));
 }
 
 // --- the arm table: every test below iterates it, none lists an arm by hand -------------------

@@ -170,7 +170,7 @@ TEST_CASE("a run file lacking a configuration field is refused, naming the file 
       continue;
     }
     if (all[skip].first == "precision") {  // likewise: the device's precision, as those runs trained
-      CHECK(sg::read_run_state(path).config.train.precision == "auto");
+      CHECK(sg::read_run_state(path).config.train.precision == sg::Precision::automatic);
       continue;
     }
     if (all[skip].first == "telemetry") {  // those runs measured their maxima every step

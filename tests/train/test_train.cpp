@@ -163,7 +163,7 @@ TEST_CASE("a bf16 run on the CPU records its precision and resumes bitwise, with
   sg::log::set_level("quiet");
   const auto tokens = synthetic_tokens("test_train_bf16_tokens", 61, 4000, 500);
   auto config = small_run("combo2", 61);
-  config.train.precision = "bf16";
+  config.train.precision = sg::Precision::bf16;
   const auto whole = temp_name("test_train_bf16_whole"), parts = temp_name("test_train_bf16_parts"),
              fp32 = temp_name("test_train_bf16_fp32");
   // Masked (SINKGATE_CPU_KERNELS=avx2), or on a CPU without them: refused before any output exists.
@@ -188,8 +188,8 @@ TEST_CASE("a bf16 run on the CPU records its precision and resumes bitwise, with
   second.force = false;
   sg::train(config, second);
   const auto a = sg::read_run_state(whole), b = sg::read_run_state(parts);
-  CHECK(a.config.train.precision == "bf16");
-  CHECK(b.config.train.precision == "bf16");
+  CHECK(a.config.train.precision == sg::Precision::bf16);
+  CHECK(b.config.train.precision == sg::Precision::bf16);
   CHECK_THAT(a.config.train.loss_plan, Catch::Contains(":bf16:") || Catch::Contains(":avx512:"));
   CHECK(b.finished);
   CHECK(a.curves.train_loss == b.curves.train_loss);  // bitwise
@@ -199,10 +199,10 @@ TEST_CASE("a bf16 run on the CPU records its precision and resumes bitwise, with
   // The master weights stay float32, and bf16 did run: a float32 run (the CPU's default, recorded
   // as such) ends elsewhere, though near.
   auto float_config = config;
-  float_config.train.precision = "auto";
+  float_config.train.precision = sg::Precision::automatic;
   sg::train(float_config, options_for(tokens, fp32));
   const auto c = sg::read_run_state(fp32);
-  CHECK(c.config.train.precision == "float32");
+  CHECK(c.config.train.precision == sg::Precision::float32);
   for (const auto& w : weights_of(whole)) CHECK(w.scalar_type() == torch::kFloat);
   CHECK_FALSE(same_weights(whole, fp32));
   CHECK(std::abs(a.final_val_loss - c.final_val_loss) < 0.05 * c.final_val_loss);
@@ -418,7 +418,7 @@ TEST_CASE("run files: the configuration and state round-trip, a wrong kind of fi
   // Every field as given, but the loss plan and the precision: auto is fixed at the start and recorded.
   auto expected = config;
   expected.train.loss_plan = state.config.train.loss_plan;
-  expected.train.precision = "float32";  // a CPU's
+  expected.train.precision = sg::Precision::float32;  // a CPU's
   CHECK(sg::to_fields(state.config) == sg::to_fields(expected));
   CHECK(sg::parse_loss_plan(state.config.train.loss_plan).chunk_rows > 0);
   CHECK(state.finished);
