@@ -4,6 +4,8 @@
 # −0.1 → mean −0.1667, se 0.0667; seed 3 exists only for x and is left out.
 set(PAIRDIFF_FIXTURES ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
 set(PAIRDIFF_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli-sg-pairdiff)
+# The error tests write -o ${PAIRDIFF_WORK}/never.h5: the folder exists whichever test runs first.
+file(MAKE_DIRECTORY ${PAIRDIFF_WORK})
 
 # Runs a bash script (pipefail on) in its own fresh directory $d; passes when the output matches.
 function(sg_pairdiff_test name script regex)
