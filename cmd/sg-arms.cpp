@@ -82,12 +82,9 @@ void run(const Options& options) {
   if (arms.empty()) arms = sg::paper_arm_names();
   // Every configuration first, so that a bad tier, arm or field fails before any output.
   std::vector<sg::RunConfig> configs;
-  for (const auto& name : arms) {
-    auto config = sg::make_run_config(options.tier, name, options.common.seed);
-    if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
-    sg::apply_overrides(config, options.overrides);
-    configs.push_back(config);
-  }
+  for (const auto& name : arms)
+    configs.push_back(sg::configure_run({options.tier, name, options.common.seed, 0, options.common.config,
+                                         options.overrides}));
   std::cout << "arm\tzero\tfilter\toutput_gate\tparams_per_layer\tparams_total";
   if (options.check) std::cout << "\tloss\tfused_max_diff\tfused_grad_max_diff\tcache_max_diff\tstatus";
   std::cout << "\n";

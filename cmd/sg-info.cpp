@@ -10,6 +10,7 @@
 //   sg-info results/quick/val.h5 --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["rows"])'
 //   sg-info runs/*.h5 --format json -o runs.jsonl      # JSON Lines: one object a line per file
 //   sg-info --tier all
+//   sg-info --tier small --set n_layer=8 --set n_embd=256
 //   sg-info --curves results/quick/runs/quick/*/0.h5 > curves.tsv
 #include <iostream>
 
@@ -27,6 +28,7 @@ struct Options {
   sg::cli::CommonOptions common = sg::cli::to_stdout();
   std::vector<std::string> files;
   std::string tier;
+  std::vector<std::string> overrides;  // --set, with --tier
   std::string format = "text";
   bool curves = false;
 };
@@ -39,7 +41,8 @@ std::string describe(const Options& options) {
   // JSON: one object a line (JSON Lines), so that several files parse line by line.
   const auto format = options.format == "json" ? sg::InfoFormat::json : sg::InfoFormat::text;
   std::string text;
-  if (!options.tier.empty()) text += sg::describe_tiers(options.tier, format);
+  if (!options.tier.empty())
+    text += sg::describe_tiers(options.tier, format, options.common.config, options.overrides);
   for (size_t i = 0; i < options.files.size(); ++i) {
     if (format == sg::InfoFormat::text && (i > 0 || !options.tier.empty())) text += "\n";
     text += sg::describe_file(options.files[i], format);
@@ -50,7 +53,11 @@ std::string describe(const Options& options) {
 void run(const Options& options) {
   if (options.files.empty() && options.tier.empty())
     throw sg::UsageError("nothing to describe", "give files, or --tier NAME (or all)");
-  sg::h5::check_writable(options.common.output, options.common.force, options.files);
+  if (options.tier.empty() && (!options.overrides.empty() || !options.common.config.empty()))
+    throw sg::UsageError("--set and --config change a tier's preset: they need --tier");
+  auto inputs = options.files;
+  if (!options.common.config.empty()) inputs.push_back(options.common.config);
+  sg::h5::check_writable(options.common.output, options.common.force, inputs);
   sg::write_text(options.common.output, describe(options), options.common.force);
 }
 
@@ -61,10 +68,12 @@ int main(int argc, char** argv) {
   sg::cli::Parser parser("sg-info", "What a sinkgate file is: kind, provenance, configuration, contents.");
   parser.option("files", options.files, "token files, run files or result tables (HDF5 or CSV); '-' for stdin");
   parser.option("--tier", options.tier, "print a tier's preset: " + sg::join(sg::tier_names(), ", ") + ", or all");
+  parser.option("--set", options.overrides,
+                "with --tier: override a field, key=value (repeatable), validated as sg-train does");
   parser.option("--format", options.format, "text, or json (JSON Lines: one object a line, per file, for scripts)");
   parser.choices({"text", "json"});
   parser.flag("--curves", options.curves,
               "print the run files' training curves as TSV (run, tier, arm, seed, series, step, value)");
-  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel);
+  parser.common(options.common, sg::cli::kOutput | sg::cli::kForce | sg::cli::kLogLevel | sg::cli::kConfig);
   return sg::cli::run_tool(parser, argc, argv, [&] { run(options); });
 }

@@ -65,9 +65,13 @@ void run(Options options, const std::string& tool, const std::string& command_li
     throw sg::UsageError("--summary takes neither --decompose nor --ref-mean");
   sg::h5::check_writable(options.common.output, options.common.force, options.inputs);
 
-  const auto input = sg::filter_rows(sg::read_tables(options.inputs, {sg::split_list(options.keys)}), options.where);
+  const auto tables = sg::read_tables(options.inputs, {sg::split_list(options.keys)});
   sg::StatsResult result;
+  // A problem of the rows or the columns (an absent or misnamed column, a duplicate row): say
+  // which files they came from.
+  const auto names = sg::describe_inputs(options.inputs);
   try {
+    const auto input = sg::filter_rows(tables, options.where);
     if (options.decompose) {
       options.parts.pair = options.pair.pair;
       options.parts.by = options.pair.by;
@@ -81,12 +85,10 @@ void run(Options options, const std::string& tool, const std::string& command_li
       options.pair.arms = sg::split_lists(options.arms);
       result = sg::paired_differences(input, options.pair);
     }
-  } catch (const sg::InputError& error) {  // a problem of the rows: say which files they came from
-    std::string files;
-    for (size_t i = 0; i < options.inputs.size() && i < 3; ++i)
-      files += (i ? ", " : "") + sg::h5::display_name(options.inputs[i]);
-    if (options.inputs.size() > 3) files += " and " + std::to_string(options.inputs.size() - 3) + " more";
-    throw sg::InputError(files + ": " + error.what(), error.hint());
+  } catch (const sg::InputError& error) {
+    throw sg::InputError(names + ": " + error.what(), error.hint());
+  } catch (const sg::UsageError& error) {
+    throw sg::UsageError(names + ": " + error.what(), error.hint());
   }
   for (const auto& warning : result.warnings) sg::log::warn(warning);
   const auto provenance = sg::make_provenance(tool, command_line, options.inputs, describe(options));

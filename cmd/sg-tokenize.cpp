@@ -1,9 +1,9 @@
 // sg-tokenize — turn a text corpus into a token file with GPT-2's byte-level BPE.
 //
 // Inputs: text files (one document each), JSON Lines files (*.jsonl, one document per line in
-// the "text" field), directories (every text file, recursively, in name order; files that are not
-// text — HDF5, Parquet, archives, NUL bytes, invalid UTF-8 — are skipped and named on stderr) and
-// "-" for stdin. A named file that is not text is refused (exit 3).
+// the "text" field), directories (every text file, recursively, in name order, links to files and
+// folders followed; files that are not text — HDF5, Parquet, archives, NUL bytes, invalid UTF-8 —
+// are skipped and named on stderr) and "-" for stdin. A named file that is not text is refused (exit 3).
 // Documents are joined with <|endoftext|>. Output: a token file (lib/SCHEMA.md "Token file")
 // with the validation split taken first and the training split after it. Memory stays bounded
 // whatever the corpus size; all cores encode; progress (MB, tokens, MB/s, ETA) on stderr.
@@ -38,10 +38,12 @@ struct Options {
 void run(const Options& options, const std::string& command_line) {
   if (options.common.output.empty()) throw sg::UsageError("no output token file", "give -o FILE.h5");
   const std::string vocab = options.vocab.empty() ? sg::default_vocabulary_path() : options.vocab;
-  // The text files of the inputs (a named file that is not text is refused here, before any work);
-  // the vocabulary's files (a vocab.json's merges.txt too) are inputs like the corpus.
-  const auto files = sg::list_corpus_files(options.inputs).files;
-  auto protected_inputs = files;
+  // The corpus, listed once (a named file that is not text is refused here, before any work); its
+  // folders protect every file in them, read or skipped, and the vocabulary's files (a vocab.json's
+  // merges.txt too) are inputs like the corpus.
+  const auto corpus = sg::list_corpus_files(options.inputs);
+  const auto& files = corpus.files;
+  auto protected_inputs = sg::protected_paths(options.inputs, corpus);
   for (const auto& file : sg::vocabulary_files(vocab)) protected_inputs.push_back(file);
   sg::h5::check_writable(options.common.output, options.common.force, protected_inputs);
   const auto tokenizer = sg::Tokenizer::load(vocab);
@@ -60,7 +62,7 @@ void run(const Options& options, const std::string& command_line) {
   for (const auto& file : sg::vocabulary_files(vocab)) inputs.push_back(file);
   const auto provenance = sg::make_provenance("sg-tokenize", command_line, inputs,
                                               "val_tokens=" + std::to_string(options.val_tokens));
-  const auto summary = sg::tokenize_corpus(options.inputs, tokenizer, tokenize, [&](sg::TokenWriter& writer) {
+  const auto summary = sg::tokenize_corpus(corpus, tokenizer, tokenize, [&](sg::TokenWriter& writer) {
     sg::write_provenance(writer.root(), provenance);
     writer.root().set_attribute("vocabulary", vocab);
   });

@@ -119,14 +119,13 @@ void run(const Options& options, const sg::cli::Parser& parser) {
     std::vector<std::string> inputs{options.tokens};
     if (!options.common.config.empty()) inputs.push_back(options.common.config);
     if (distributed.rank == 0) sg::h5::check_writable(options.common.output, options.common.force, inputs);
-    config = sg::make_run_config(options.tier, options.arm, options.common.seed);
-    // The model's vocabulary is the token file's unless --config or --set say otherwise.
-    config.model.vocab_size = sg::model_vocab_size(sg::TokenFile::read_info(options.tokens));
-    if (!options.common.config.empty()) sg::load_config_file(config, options.common.config);
-    sg::apply_overrides(config, options.overrides);
-    if (!options.precision.empty()) config.train.precision = sg::parse_precision(options.precision);
-    config.model.validate();
-    config.train.validate();
+    // The model's vocabulary is the token file's unless --config or --set say otherwise;
+    // --precision is the field precision, set last.
+    auto overrides = options.overrides;
+    if (!options.precision.empty()) overrides.push_back("precision=" + options.precision);
+    config = sg::configure_run({options.tier, options.arm, options.common.seed,
+                                sg::model_vocab_size(sg::TokenFile::read_info(options.tokens)),
+                                options.common.config, overrides});
   }
 
   sg::TrainOptions train;

@@ -26,15 +26,30 @@ std::string fixed(double value, int decimals) {
   return buffer;
 }
 
+/// `text` with each line break ("\r\n", "\n" or "\r") replaced by `mark`: a text format's row is
+/// one line, whatever a run's name or a label holds.
+std::string replace_line_breaks(const std::string& text, const std::string& mark) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n' && text[i] != '\r') {
+      out += text[i];
+      continue;
+    }
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+    out += mark;
+  }
+  return out;
+}
+
 std::string escape_markdown(const std::string& text) {
   std::string out;
-  for (char c : text) out += (c == '|') ? std::string("\\|") : std::string(1, c);
+  for (char c : replace_line_breaks(text, "<br>")) out += (c == '|') ? std::string("\\|") : std::string(1, c);
   return out;
 }
 
 std::string escape_latex(const std::string& text) {
   std::string out;
-  for (char c : text) {
+  for (char c : replace_line_breaks(text, " ")) {
     switch (c) {
       case '&': case '%': case '$': case '#': case '_': case '{': case '}': out += std::string("\\") + c; break;
       case '~': out += "\\textasciitilde{}"; break;
@@ -46,10 +61,11 @@ std::string escape_latex(const std::string& text) {
   return out;
 }
 
-std::string escape_tsv(std::string text) {
-  for (char& c : text)
-    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-  return text;
+std::string escape_tsv(const std::string& text) {
+  std::string out = replace_line_breaks(text, " ");
+  for (char& c : out)
+    if (c == '\t') c = ' ';
+  return out;
 }
 
 /// Resolves labels, headers and orders; formats numbers for one output format.

@@ -9,6 +9,8 @@
 #include <climits>
 #include <cstring>
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 namespace sg {
@@ -29,6 +31,23 @@ std::string directory_of(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+std::string name_beside(const std::string& path, const std::string& suffix) {
+  const auto slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  constexpr size_t kNameMax = 255;
+  if (name.size() + suffix.size() > kNameMax) {
+    uint32_t hash = 2166136261u;  // FNV-1a
+    for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+    char tag[10];
+    std::snprintf(tag, sizeof tag, "~%08x", hash);
+    size_t keep = kNameMax - suffix.size() - 9;
+    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+    name = name.substr(0, keep) + tag;
+  }
+  return folder + name + suffix;
 }
 
 namespace {

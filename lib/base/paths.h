@@ -12,6 +12,13 @@ std::string cache_folder();
 /// The folder part of a path: "." for a bare name, "/" for a name in the root.
 std::string directory_of(const std::string& path);
 
+/// `path` with `suffix` added to its last name ("run.h5" + ".lock"), within the file system's limit
+/// on one name (NAME_MAX, 255 bytes): a name too long for the suffix keeps its head, cut at a
+/// UTF-8 character boundary, then "~" and a hash of the whole name (8 hex digits), then the suffix,
+/// so that two long names sharing a head still get two names. The same path and suffix always
+/// give the same name (an output's lock file, its temporary).
+std::string name_beside(const std::string& path, const std::string& suffix);
+
 /// Whether two paths name one file: the same (device, inode) when both exist, else the same name
 /// in the same folder once the folders' links are resolved (an output not yet written and another
 /// spelling of it, "run.h5" and "./run.h5"). "-" names no file.

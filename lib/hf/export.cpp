@@ -254,7 +254,9 @@ void check_export_folder(const std::string& folder_in, bool force) {
   }
   const auto parent = directory_of(folder);
   if (!is_folder(parent)) throw OutputError(parent + ": no such folder (the export's parent)", "create it first");
-  if (access(parent.c_str(), W_OK) != 0) throw OutputError(parent + ": cannot be written");
+  if (access(parent.c_str(), W_OK | X_OK) != 0)
+    throw OutputError(parent + ": cannot be written: " + std::strerror(errno) + " (the export's parent)",
+                      "export into a folder you can write");
 }
 
 Tokenizer export_vocabulary(const RunState& state, const std::string& run_path, const std::string& vocabulary) {

@@ -403,10 +403,16 @@ void check_train_options(const TaskConfig& config, const TrainOptions& options, 
                          const std::vector<int64_t>& seeds) {
   config.validate();
   if (arms.empty() || seeds.empty()) throw UsageError("toy: need at least one arm and one seed");
-  if (options.steps < 1 || options.batch < 1 || options.eval_sequences < 1 || options.eval_chunk < 1)
-    throw UsageError("toy: steps, batch, eval_sequences and eval_chunk must be >= 1");
-  if (!(options.lr > 0)) throw UsageError("toy: the learning rate must be positive");
-  if (options.query_block < 1) throw UsageError("toy: query_block must be >= 1");
+  const std::pair<const char*, int64_t> counts[] = {{"steps (--steps)", options.steps},
+                                                    {"batch (--batch-size)", options.batch},
+                                                    {"eval_sequences (--eval-sequences)", options.eval_sequences},
+                                                    {"eval_chunk", options.eval_chunk},
+                                                    {"loss_window (--loss-window)", options.loss_window},
+                                                    {"query_block (--query-block)", options.query_block}};
+  for (const auto& [name, value] : counts)
+    if (value < 1) throw UsageError("toy: " + std::string(name) + " must be >= 1, got " + std::to_string(value));
+  if (!(options.lr > 0)) throw UsageError("toy: the learning rate (--lr) must be positive");
+  if (!(options.gate_beta > 0)) throw UsageError("toy: gate_beta (--gate-beta) must be positive");
 }
 
 /// " ARM/seed S" for every (arm, seed) whose loss of this step is not finite.

@@ -53,25 +53,13 @@ void remove_stale(const std::string& directory, const std::string& prefix) {
 }  // namespace
 
 std::string temporary_for(const std::string& path) {
-  // NAME + ".tmp." + PID, beside the output. A name too long for that to fit the file system's
-  // limit on one name (NAME_MAX, 255 bytes) keeps its head, cut at a character boundary, and a hash
-  // of the whole name, so two long names that share a head still get two temporaries.
-  const auto slash = path.find_last_of('/');
-  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // NAME + ".tmp." + PID beside the output, shortened to fit the file system (name_beside).
   const std::string suffix = ".tmp." + std::to_string(getpid());
-  constexpr size_t kNameMax = 255;
-  if (name.size() + suffix.size() > kNameMax) {
-    uint32_t hash = 2166136261u;  // FNV-1a
-    for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
-    char tag[10];
-    std::snprintf(tag, sizeof tag, "~%08x", hash);
-    size_t keep = kNameMax - suffix.size() - 9;
-    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
-    name = name.substr(0, keep) + tag;
-  }
-  remove_stale(directory_of(path), name + ".tmp.");
-  return folder + name + suffix;
+  const std::string temporary = name_beside(path, suffix);
+  const auto slash = temporary.find_last_of('/');
+  const std::string name = temporary.substr(slash == std::string::npos ? 0 : slash + 1);
+  remove_stale(directory_of(path), name.substr(0, name.size() - suffix.size()) + ".tmp.");
+  return temporary;
 }
 
 std::string make_temporary(const std::string& stem) {

@@ -1,4 +1,4 @@
-// file_lock.cpp — flock(2) on OUTPUT.lock, robust against the file being replaced meanwhile.
+// file_lock.cpp — flock(2) on OUTPUT.lock (name_beside: within 255 bytes), robust against the file being replaced meanwhile.
 #include "lib/io/file_lock.h"
 
 #include <fcntl.h>
@@ -11,10 +11,11 @@
 #include <string>
 
 #include "lib/base/error.h"
+#include "lib/base/paths.h"
 
 namespace sg {
 
-FileLock::FileLock(const std::string& path) : lock_path_(path + ".lock") {
+FileLock::FileLock(const std::string& path) : lock_path_(name_beside(path, ".lock")) {
   if (path == "-") return;
   for (int attempt = 0; attempt < 100; ++attempt) {
     // Never through a link: in a shared folder anyone can plant OUTPUT.lock as a symbolic link (or

@@ -12,7 +12,8 @@ namespace sg {
 
 class FileLock {
  public:
-  /// Locks `path` (the output; the lock file is path + ".lock"). Throws OutputError naming the
+  /// Locks `path` (the output; the lock file is path + ".lock", for a name too long for that within
+  /// 255 bytes its head and a hash of it + ".lock": name_beside). Throws OutputError naming the
   /// holder's pid when another process holds it, or when the lock file cannot be created.
   explicit FileLock(const std::string& path);
   ~FileLock();

@@ -387,6 +387,13 @@ ResultTable ResultTable::where(const std::string& name, const std::vector<std::s
   return take(keep);
 }
 
+std::string describe_inputs(const std::vector<std::string>& paths) {
+  std::string names;
+  for (size_t i = 0; i < paths.size() && i < 3; ++i) names += (i ? ", " : "") + h5::display_name(paths[i]);
+  if (paths.size() > 3) names += " and " + std::to_string(paths.size() - 3) + " more";
+  return names;
+}
+
 ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>& specs) {
   ResultTable out = table;
   for (const auto& spec : specs) {

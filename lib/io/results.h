@@ -120,6 +120,10 @@ class ResultTable {
 void add_key_columns(ResultTable& table, const std::vector<std::vector<std::pair<std::string, std::string>>>& rows,
                      const std::vector<std::string>& sources);
 
+/// The files of a table for a message: their display names (stdin as such), the first three then
+/// "and N more": "a.h5, b.csv, c.h5 and 2 more".
+std::string describe_inputs(const std::vector<std::string>& paths);
+
 /// Keeps the rows matching every "COLUMN=V1,V2,…" spec (the tools' --where). UsageError for a
 /// spec without '=' or an absent column.
 ResultTable filter_rows(const ResultTable& table, const std::vector<std::string>& specs);

@@ -215,52 +215,76 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> ModelConfig::parameter
   return out;
 }
 
+namespace {
+
+const char* const kBoundsHint = "lib/SCHEMA.md lists the bounds of every configuration field";
+
+/// Throws UsageError naming the field unless 0 < value <= most.
+void check_within(const char* name, int64_t value, int64_t most) {
+  if (value <= 0) throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
+  if (value > most)
+    throw UsageError(std::string(name) + " = " + std::to_string(value) + " exceeds sinkgate's bound of " +
+                         std::to_string(most), kBoundsHint);
+}
+
+/// Throws UsageError naming the field unless value > 0.
+void check_positive(const char* name, int64_t value) {
+  if (value <= 0) throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
+}
+
+void check_positive(const char* name, double value) {
+  if (!(value > 0)) throw UsageError(std::string(name) + " must be positive, got " + format_double(value));
+}
+
+/// Throws UsageError naming the field unless 0 <= value < 1.
+void check_fraction(const char* name, double value) {
+  if (!(value >= 0 && value < 1))
+    throw UsageError(std::string(name) + " must lie in [0, 1), got " + format_double(value));
+}
+
+}  // namespace
+
 void ModelConfig::validate() const {
-  auto within = [](const char* name, int64_t value, int64_t most) {
-    if (value <= 0) throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
-    if (value > most)
-      throw UsageError(std::string(name) + " = " + std::to_string(value) + " exceeds sinkgate's bound of " +
-                       std::to_string(most), "lib/SCHEMA.md lists the bounds of every configuration field");
-  };
-  within("n_layer", n_layer, kMaxLayers);
-  within("n_embd", n_embd, kMaxWidth);
-  within("n_head", n_head, n_embd);
-  within("block_size", block_size, kMaxContext);
-  within("vocab_size", vocab_size, kMaxVocabulary);
+  check_within("n_layer", n_layer, kMaxLayers);
+  check_within("n_embd", n_embd, kMaxWidth);
+  check_within("n_head", n_head, kMaxWidth);
+  if (n_head > n_embd)
+    throw UsageError("n_head (" + std::to_string(n_head) + ") exceeds n_embd (" + std::to_string(n_embd) +
+                     "): every head needs at least one channel of the width");
   if (n_embd % n_head != 0)
     throw UsageError("n_embd (" + std::to_string(n_embd) + ") is not divisible by n_head (" +
                      std::to_string(n_head) + ")");
-  if (!(gate_beta > 0)) throw UsageError("gate_beta must be positive");
+  check_within("block_size", block_size, kMaxContext);
+  check_within("vocab_size", vocab_size, kMaxVocabulary);
+  check_positive("gate_beta", gate_beta);
 }
 
 void TrainConfig::validate() const {
-  if (micro_batch <= 0 || accumulation <= 0) throw UsageError("micro_batch and accumulation must be positive");
-  if (micro_batch > kMaxBatch || accumulation > kMaxBatch)
-    throw UsageError("micro_batch (" + std::to_string(micro_batch) + ") and accumulation (" + std::to_string(accumulation) +
-                         ") must each be at most " + std::to_string(kMaxBatch),
-                     "lib/SCHEMA.md lists the bounds of every configuration field");
-  if (iterations <= 0) throw UsageError("iterations must be positive");
-  if (iterations > kMaxIterations)
-    throw UsageError("iterations = " + std::to_string(iterations) + " exceeds sinkgate's bound of " +
-                         std::to_string(kMaxIterations) + " optimizer steps",
-                     "lib/SCHEMA.md lists the bounds of every configuration field");
+  check_within("micro_batch", micro_batch, kMaxBatch);
+  check_within("accumulation", accumulation, kMaxBatch);
+  check_within("iterations", iterations, kMaxIterations);
   if (warmup < 0 || warmup > iterations)
     throw UsageError("warmup (" + std::to_string(warmup) + ") must lie in [0, iterations (" + std::to_string(iterations) + ")]");
-  if (!(lr_peak > 0) || lr_min < 0 || lr_min > lr_peak)
-    throw UsageError("need 0 <= lr_min (" + format_double(lr_min) + ") <= lr_peak (" + format_double(lr_peak) + "), lr_peak > 0");
-  if (weight_decay < 0) throw UsageError("weight_decay must be non-negative");
-  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) throw UsageError("beta1 and beta2 must lie in [0, 1)");
-  if (!(grad_clip > 0)) throw UsageError("grad_clip must be positive");
-  if (eval_interval <= 0 || eval_batches <= 0 || final_eval_batches <= 0 || checkpoint_interval <= 0)
-    throw UsageError("eval_interval, eval_batches, final_eval_batches and checkpoint_interval must be positive");
-  if (eval_batches > kMaxEvalBatches || final_eval_batches > kMaxEvalBatches)
-    throw UsageError("eval_batches (" + std::to_string(eval_batches) + ") and final_eval_batches (" +
-                         std::to_string(final_eval_batches) + ") must each be at most " + std::to_string(kMaxEvalBatches),
-                     "lib/SCHEMA.md lists the bounds of every configuration field");
+  check_positive("lr_peak", lr_peak);
+  if (!(lr_min >= 0 && lr_min <= lr_peak))
+    throw UsageError("lr_min (" + format_double(lr_min) + ") must lie in [0, lr_peak (" + format_double(lr_peak) + ")]");
+  if (!(weight_decay >= 0)) throw UsageError("weight_decay must be non-negative, got " + format_double(weight_decay));
+  check_fraction("beta1", beta1);
+  check_fraction("beta2", beta2);
+  check_positive("grad_clip", grad_clip);
+  check_positive("eval_interval", eval_interval);
+  check_within("eval_batches", eval_batches, kMaxEvalBatches);
+  check_within("final_eval_batches", final_eval_batches, kMaxEvalBatches);
+  check_positive("checkpoint_interval", checkpoint_interval);
   if (telemetry < 0 || telemetry > kMaxIterations)
-    throw UsageError("field 'telemetry': " + std::to_string(telemetry) + " is not in [0, " + std::to_string(kMaxIterations) + "]",
+    throw UsageError("telemetry must lie in [0, " + std::to_string(kMaxIterations) + "], got " + std::to_string(telemetry),
                      "telemetry=N measures the largest attention logit and activation every Nth step; 0 measures none");
   parse_loss_plan(loss_plan);
+}
+
+void RunConfig::validate() const {
+  model.validate();
+  train.validate();
 }
 
 namespace {
@@ -400,6 +424,15 @@ void apply_overrides(RunConfig& config, const std::vector<std::string>& assignme
       throw UsageError("override '" + assignment + "' is not of the form key=value");
     set_user_field(config, trim(assignment.substr(0, eq)), trim(assignment.substr(eq + 1)));
   }
+}
+
+RunConfig configure_run(const ConfigRequest& request) {
+  RunConfig config = make_run_config(request.tier, request.arm, request.seed);
+  if (request.vocab_size > 0) config.model.vocab_size = request.vocab_size;
+  if (!request.config_file.empty()) load_config_file(config, request.config_file);
+  apply_overrides(config, request.overrides);
+  config.validate();
+  return config;
 }
 
 void load_config_file(RunConfig& config, const std::string& path) {

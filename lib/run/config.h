@@ -137,7 +137,27 @@ struct RunConfig {
   ModelConfig model;
   TrainConfig train;
   int64_t seed = 0;
+
+  /// model.validate() and train.validate(): throws UsageError naming the field.
+  void validate() const;
 };
+
+/// What a command line asks of a new run's configuration: --tier, --arm, --seed, --config, --set.
+struct ConfigRequest {
+  std::string tier = "small";
+  std::string arm = "baseline";
+  int64_t seed = 0;
+  int64_t vocab_size = 0;               // > 0: the vocabulary before --config and --set (sg-train: the token file's)
+  std::string config_file;              // --config: "" for none
+  std::vector<std::string> overrides;   // --set key=value, applied after the file, in order
+};
+
+/// The one way a tool turns a command line into a configuration (sg-train, sg-arms, sg-info
+/// --tier): the tier's preset with the arm and seed, vocab_size, then the --config file, then
+/// the overrides, then RunConfig::validate(). Throws UsageError naming the field (an unknown
+/// tier, arm or field, a value that does not parse or is out of bounds), InputError naming the
+/// file and line for a bad --config line.
+RunConfig configure_run(const ConfigRequest& request);
 
 /// A named preset (Table 3, plus small CPU tiers).
 struct Tier {

@@ -279,12 +279,13 @@ std::string describe_file(const std::string& path, InfoFormat format) {
   return format == InfoFormat::json ? d.dump() + "\n" : render(d);
 }
 
-std::string describe_tiers(const std::string& name, InfoFormat format) {
+std::string describe_tiers(const std::string& name, InfoFormat format, const std::string& config_file,
+                           const std::vector<std::string>& overrides) {
   json out = json::array();
   for (const auto& tier : tiers()) {
     if (name != "all" && tier.name != find_tier(name).name) continue;
     json fields = json::object();
-    for (const auto& [key, value] : to_fields(make_run_config(tier.name, "baseline", 0)))
+    for (const auto& [key, value] : to_fields(configure_run({tier.name, "baseline", 0, 0, config_file, overrides})))
       if (key != "tier" && key != "arm" && key != "seed") fields[key] = value;
     out.push_back({{"name", tier.name}, {"description", tier.description}, {"fields", fields}});
   }

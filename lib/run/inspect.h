@@ -26,8 +26,11 @@ std::string describe_file(const std::string& path, InfoFormat format);
 /// evaluation steps). Throws InputError naming a file that is not a run file.
 std::string run_curves(const std::vector<std::string>& paths);
 
-/// A tier's preset, or every preset for "all": its description and every configuration field.
-/// Throws UsageError listing the names for an unknown tier.
-std::string describe_tiers(const std::string& name, InfoFormat format);
+/// A tier's preset, or every preset for "all": its description and every configuration field,
+/// with a --config file's fields and the `overrides` (key=value) applied, as sg-train would run it
+/// (configure_run: validated). Throws UsageError listing the names for an unknown tier, and
+/// naming the field of an override out of bounds.
+std::string describe_tiers(const std::string& name, InfoFormat format, const std::string& config_file = "",
+                           const std::vector<std::string>& overrides = {});
 
 }  // namespace sg

@@ -10,8 +10,14 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "lib/base/error.h"
 #include "lib/base/input_file.h"
@@ -43,6 +49,83 @@ size_t safe_cut(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+/// Why a folder's member is skipped when it is neither a regular file nor a folder.
+std::string not_regular_reason(const fs::file_status& status) {
+  if (fs::is_fifo(status)) return "a FIFO (named pipe)";
+  if (fs::is_socket(status)) return "a socket";
+  if (fs::is_block_file(status) || fs::is_character_file(status)) return "a device";
+  return "not a regular file";
+}
+
+/// A folder's identity (device, inode), whatever path reached it.
+std::pair<dev_t, ino_t> folder_identity(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) throw InputError(path + ": cannot be examined: " + std::strerror(errno));
+  return {info.st_dev, info.st_ino};
+}
+
+/// A corpus folder's walk: links to files and to folders followed. `open` holds the folders
+/// being walked, the input first: a link to one of them is a cycle. `walked` maps every folder
+/// walked to the path it was first read by.
+struct FolderWalk {
+  std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> open;
+  std::map<std::pair<dev_t, ino_t>, std::string> walked;
+  std::vector<std::string> files;
+};
+
+void walk_member(const fs::directory_entry& entry, FolderWalk& walk);
+
+/// Walks `folder` (already in walk.open) in name order. Every member is examined without
+/// throwing but for a cycle (of file links, or of folder links), which is an InputError naming it.
+void walk_folder(const std::string& folder, FolderWalk& walk) {
+  std::error_code error;
+  std::vector<fs::directory_entry> entries;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) entries.push_back(*it);
+  if (error) throw InputError(folder + ": cannot be read in full: " + error.message());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& entry : entries) walk_member(entry, walk);
+}
+
+void walk_member(const fs::directory_entry& entry, FolderWalk& walk) {
+  const std::string member = entry.path().string();
+  std::error_code error;
+  const auto status = entry.status(error);
+  if (error) {
+    if (error == std::errc::too_many_symbolic_link_levels)
+      throw InputError(member + ": too many levels of symbolic links (a cycle of links?)",
+                       "remove the cycle, or the link, from the folder");
+    const std::string why = error.message();
+    if (!entry.is_symlink(error)) throw InputError(member + ": cannot be examined: " + why);
+    log::warn(member + ": skipped: a symbolic link to nothing (dangling)");
+    return;
+  }
+  if (fs::is_regular_file(status)) {
+    walk.files.push_back(member);
+    return;
+  }
+  if (!fs::is_directory(status)) {
+    log::warn(member + ": skipped: " + not_regular_reason(status) + ", not a regular file");
+    return;
+  }
+  const auto identity = folder_identity(member);
+  for (const auto& [walking, path] : walk.open)
+    if (walking == identity)
+      throw InputError(member + ": a link to the folder " + path + " that holds it: a cycle of folder links",
+                       "remove the link, or give the folders it should read on the command line");
+  if (const auto first = walk.walked.find(identity); first != walk.walked.end()) {
+    log::warn(member + ": skipped: the folder " + first->second + ", read once already");
+    return;
+  }
+  walk.walked.emplace(identity, member);
+  walk.open.push_back({identity, member});
+  walk_folder(member, walk);
+  walk.open.pop_back();
+}
+
+}  // namespace
+
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const auto& input : inputs) {
@@ -53,44 +136,18 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
     std::error_code error;
     const auto status = fs::status(input, error);
     if (error || !fs::exists(status)) throw InputError(input + ": no such file or directory");
-    if (fs::is_directory(status)) {
-      std::vector<std::string> found;
-      // Every member is examined without throwing: a cycle of symbolic links is an input error
-      // naming it; a member that is no regular file (a dangling link, a FIFO, a socket, a
-      // device) is skipped with a warning that says why.
-      fs::recursive_directory_iterator walk(input, error), end;
-      for (; !error && walk != end; walk.increment(error)) {
-        const auto& entry = *walk;
-        const std::string member = entry.path().string();
-        std::error_code status_error;
-        const auto member_status = entry.status(status_error);
-        if (status_error) {
-          if (status_error == std::errc::too_many_symbolic_link_levels)
-            throw InputError(member + ": too many levels of symbolic links (a cycle of links?)",
-                             "remove the cycle, or the link, from the folder");
-          if (entry.is_symlink(status_error)) {
-            log::warn(member + ": skipped: a symbolic link to nothing (dangling)");
-            continue;
-          }
-          throw InputError(member + ": cannot be examined: " + status_error.message());
-        }
-        if (fs::is_regular_file(member_status)) found.push_back(member);
-        else if (!fs::is_directory(member_status))
-          log::warn(member + ": skipped: " +
-                    (fs::is_fifo(member_status)     ? "a FIFO (named pipe)"
-                     : fs::is_socket(member_status) ? "a socket"
-                     : fs::is_block_file(member_status) || fs::is_character_file(member_status) ? "a device"
-                                                                                                 : "not a regular file") +
-                    ", not a regular file");
-      }
-      if (error)
-        throw InputError(input + ": cannot be read in full: " + error.message());
-      std::sort(found.begin(), found.end());
-      if (found.empty()) throw InputError(input + ": directory holds no files");
-      files.insert(files.end(), found.begin(), found.end());
-    } else {
+    if (!fs::is_directory(status)) {
       files.push_back(input);
+      continue;
     }
+    FolderWalk walk;
+    const auto identity = folder_identity(input);
+    walk.walked.emplace(identity, input);
+    walk.open.push_back({identity, input});
+    walk_folder(input, walk);
+    if (walk.files.empty()) throw InputError(input + ": directory holds no files");
+    std::sort(walk.files.begin(), walk.files.end());  // by the whole path, as the order has always been
+    files.insert(files.end(), walk.files.begin(), walk.files.end());
   }
   return files;
 }
@@ -224,6 +281,13 @@ CorpusFiles list_corpus_files(const std::vector<std::string>& inputs) {
                        ")");
   }
   return out;
+}
+
+std::vector<std::string> protected_paths(const std::vector<std::string>& inputs, const CorpusFiles& corpus) {
+  std::vector<std::string> paths = inputs;
+  paths.insert(paths.end(), corpus.files.begin(), corpus.files.end());
+  for (const auto& skipped : corpus.skipped) paths.push_back(skipped.path);
+  return paths;
 }
 
 std::string describe_skipped(const std::vector<SkippedFile>& skipped, size_t total) {
@@ -391,9 +455,8 @@ void log_progress(const CorpusReader& reader, const TokenWriter& writer, double 
 
 }  // namespace
 
-TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
+TokenizeSummary tokenize_corpus(const CorpusFiles& corpus, const Tokenizer& tokenizer,
                                 const TokenizeOptions& options, const std::function<void(TokenWriter&)>& annotate) {
-  const auto corpus = list_corpus_files(inputs);
   const auto& files = corpus.files;
   if (!corpus.skipped.empty())
     log::warn(describe_skipped(corpus.skipped, corpus.files.size() + corpus.skipped.size()));

@@ -3,8 +3,8 @@
 //
 // Inputs: plain text files (one document each), JSON Lines files (*.jsonl, one document per
 // line, the text in a field, "text" by default — how FineWeb-Edu is usually exported),
-// directories (walked recursively in name order, every regular file that reads as text an
-// input), and "-" for stdin (plain text, or JSON Lines with --jsonl). A file that is not text
+// directories (walked recursively in name order, links to files and folders followed, every
+// regular file that reads as text an input), and "-" for stdin (plain text, or JSON Lines with --jsonl). A file that is not text
 // (not_text_reason) is refused when named, and left out, and reported, when a directory holds it.
 #pragma once
 #include <cstdint>
@@ -23,8 +23,12 @@ struct CorpusOptions {
   int64_t block_bytes = int64_t{32} << 20;  // plain text is read in blocks of about this size
 };
 
-/// The files an input list expands to (directories walked, sorted); "-" stays "-".
-/// Throws InputError for a path that does not exist.
+/// The files an input list expands to; "-" stays "-". A directory is walked recursively, its files
+/// sorted by path: symbolic links to files and to folders are followed, a folder reached a second
+/// time (by another link) is skipped with a warning, and a member that is no regular file or
+/// folder (a dangling link, a FIFO, a socket, a device) is skipped with a warning saying which.
+/// Throws InputError for a path that does not exist, a cycle of links (a link to a folder that
+/// holds it, or a cycle of file links) naming the link, and a directory that holds no file.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
 
 /// How much of a file the text check reads: its first 8 KiB (as git's binary check does).
@@ -56,6 +60,11 @@ struct CorpusFiles {
 /// skipped (listed in `skipped`); a file named itself, or stdin, that is not text is an
 /// InputError "FILE: not text (an HDF5 file)". InputError too when a directory holds no text file.
 CorpusFiles list_corpus_files(const std::vector<std::string>& inputs);
+
+/// The paths an output must not replace (h5::check_writable's inputs): the inputs as named, so
+/// that a folder protects every file in it, read or skipped, then every file read or skipped by
+/// the path the walk reached it by (through a link into another folder too).
+std::vector<std::string> protected_paths(const std::vector<std::string>& inputs, const CorpusFiles& corpus);
 
 /// One paragraph for stderr on the files skipped, grouped by reason, at most three names a
 /// reason: "skipped 3 of 10 files, not text: an HDF5 file (2): a.h5, b.h5; a NUL byte (1): c.bin".
@@ -95,11 +104,11 @@ struct TokenizeSummary {
   double seconds = 0;
 };
 
-/// Tokenises `inputs` into a token file (lib/text/token_file.h), documents joined by the end-of-text id,
-/// the validation split first. The inputs are listed by list_corpus_files: files of a directory
-/// that are not text are skipped and a warning names them (describe_skipped). `attributes` are written on the root (provenance). Progress
-/// (bytes, tokens, MB/s, ETA) goes to the log.
-TokenizeSummary tokenize_corpus(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
+/// Tokenises `corpus` (list_corpus_files, called once: its warnings are said once) into a token
+/// file (lib/text/token_file.h), documents joined by the end-of-text id, the validation split
+/// first; one warning names the files skipped as not text (describe_skipped). `annotate` writes
+/// on the root (provenance). Progress (bytes, tokens, MB/s, ETA) goes to the log.
+TokenizeSummary tokenize_corpus(const CorpusFiles& corpus, const Tokenizer& tokenizer,
                                 const TokenizeOptions& options,
                                 const std::function<void(class TokenWriter&)>& annotate);
 

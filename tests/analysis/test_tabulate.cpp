@@ -2,6 +2,7 @@
 // text written out here, plus the flat (unpivoted) forms and the errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -199,6 +200,34 @@ TEST_CASE("without a pivot the table prints as it is, its CSV form reads back th
   o.format = sg::Format::tsv;
   o.order = {{"tier", {"350M"}}};
   CHECK_THAT(sg::render(improvements(), o), Catch::StartsWith("# tier\tarm\tmean\tse\tn\n350M\tsinklogit\t-0.0013\tNaN\t1\n"));
+}
+
+TEST_CASE("a run name with a line break keeps its row on one line in Markdown, LaTeX and TSV") {
+  sg::ResultTable t;
+  t.add_column("run", Role::key, ColumnType::string);
+  t.add_column("arm", Role::key, ColumnType::string);
+  t.add_column("val_loss", Role::value, ColumnType::float64);
+  t.append_row({"two\nlines", "baseline", 3.5});
+  t.append_row({"cr\r\nlf|pipe", "baseline", 3.25});
+  const auto lines = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n'); };
+  for (const bool pivot : {false, true}) {
+    sg::TabulateOptions o;
+    if (pivot) {
+      o.rows = {"run"};
+      o.cols = {"arm"};
+    }
+    const std::string markdown = sg::render(t, o);
+    CHECK(lines(markdown) == 4);  // header, rule, two rows
+    CHECK_THAT(markdown, Catch::Contains("| two<br>lines |") && Catch::Contains("| cr<br>lf\\|pipe |"));
+    o.format = sg::Format::latex;
+    const std::string latex = sg::render(t, o);
+    CHECK(lines(latex) == 8);  // begin, toprule, header, midrule, two rows, bottomrule, end
+    CHECK_THAT(latex, Catch::Contains("two lines &") && Catch::Contains("cr lf|pipe &"));
+    o.format = sg::Format::tsv;
+    const std::string tsv = sg::render(t, o);
+    CHECK(lines(tsv) == 3);
+    CHECK_THAT(tsv, Catch::Contains("two lines\t") && Catch::Contains("cr lf|pipe\t"));
+  }
 }
 
 TEST_CASE("pivot errors say what went wrong") {

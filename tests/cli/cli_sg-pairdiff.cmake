@@ -4,6 +4,8 @@
 # −0.1 → mean −0.1667, se 0.0667; seed 3 exists only for x and is left out.
 set(PAIRDIFF_FIXTURES ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
 set(PAIRDIFF_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli-sg-pairdiff)
+# The error tests write -o ${PAIRDIFF_WORK}/never.h5: the folder exists whichever test runs first.
+file(MAKE_DIRECTORY ${PAIRDIFF_WORK})
 
 # Runs a bash script (pipefail on) in its own fresh directory $d; passes when the output matches.
 function(sg_pairdiff_test name script regex)
@@ -61,3 +63,12 @@ sg_pairdiff_error("refuses an input that is neither HDF5 nor CSV" 3 "neither an 
                   $<TARGET_FILE:sg-pairdiff> -o ${PAIRDIFF_WORK}/never.h5)
 sg_pairdiff_error("checks the output directory before reading inputs" 4 "does not exist"
                   ${PAIRDIFF_FIXTURES}/absent.csv -o ${PAIRDIFF_WORK}/no/such/dir/out.h5)
+
+# An error about a column (--value, --by, --pair, --where) names the files the rows came from.
+sg_pairdiff_test("names the input files in an error about a column"
+  "for args in '--value val_los' '--by arms' '--pair seeds' '--where tiers=A'; do
+     set +e; ${PAIRDIFF} ${PAIRDIFF_FIXTURES}/pairs_ref.csv ${PAIRDIFF_FIXTURES}/pairs_arm.csv $args -o out.h5 2> err.txt; code=$?; set -e
+     echo \"$args: exit $code: $(cat err.txt)\"
+     [ $code = 2 ] && grep -q 'pairs_ref.csv, .*pairs_arm.csv: ' err.txt || exit 1
+   done; echo all-named"
+  "all-named")

@@ -180,6 +180,17 @@ set_tests_properties("cli: sg-train refuses a lock file that is a link and leave
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "run.h5.lock is a symbolic link. sinkgate does not write through one.*\nexit 4\n.*run.h5.lock is a hard link to another file.*\nexit 4\nprecious\nrun.h5.lock\nvictim.txt\n$")
 
+# Output names of 251 to 255 bytes, which other tools write: the lock file's name fits the file
+# system too (the name's head and a hash, then .lock), and is gone after the run.
+add_test(NAME "cli: sg-train writes a run file of a 251- and a 255-byte name"
+         COMMAND bash -c "set -uo pipefail; d='${SG_CLI_DATA}/long-name'; rm -rf \"$d\"; mkdir -p \"$d\"; cd \"$d\"; \
+train=$<TARGET_FILE:sg-train>; t='${SG_CLI_DATA}/tokens.h5'; \
+for length in 251 255; do name=$(printf 'r%.0s' $(seq $((length - 3)))).h5; \
+$train --tokens $t --tier tiny --set iterations=1 --set warmup=0 --set block_size=16 --threads 1 --log-level error -o $name 2>&1; \
+code=$?; echo \"exit $code $(printf %s $name | wc -c) bytes, $(ls | wc -l) file\"; rm -f $name; done")
+set_tests_properties("cli: sg-train writes a run file of a 251- and a 255-byte name" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens PASS_REGULAR_EXPRESSION "^exit 0 251 bytes, 1 file\nexit 0 255 bytes, 1 file\n$")
+
 # SIGTERM: the run checkpoints the step it is on and exits 6; resumed, it goes on. Meanwhile a
 # second sg-train on the same output is refused at once (exit 4, naming the holder's pid), and no
 # lock file is left behind.

@@ -3,7 +3,9 @@
 
   - an HDF5 input that is a FIFO with no writer is refused by name at once (exit 3), never waited on;
   - a corpus folder: a cycle of symbolic links is exit 3 naming it; a dangling link, a FIFO and a
-    socket in it are skipped with a warning that says why;
+    socket in it are skipped with a warning that says why, once; every file in it, read or skipped
+    (HDF5, Parquet, binary, a FIFO), is refused as the output; a link to a folder in it is
+    followed, and a cycle through one is exit 3 naming the link;
   - a file written with checksums whose one dataset lost its sg_crc32c is refused naming the file
     and the dataset;
   - an output that is a file of an input folder (a vocabulary folder's vocab.json beside its
@@ -72,6 +74,8 @@ check("a cycle of links in a corpus folder is exit 3 naming it",
 os.makedirs("odd")
 with open("odd/a.txt", "w") as f:
     f.write("Some text. " * 20)
+with open("odd/b.h5", "wb") as f:
+    f.write(b"\x89HDF\r\n\x1a\n" + bytes(100))
 os.symlink("nowhere", "odd/dangling")
 os.mkfifo("odd/pipe")
 server = socket.socket(socket.AF_UNIX)
@@ -80,7 +84,44 @@ code, err = tool("sg-tokenize", "odd", "--vocab", VOCAB, "-o", "odd.h5")
 check("a corpus folder's dangling link, FIFO and socket are skipped, each with why",
       code == 0 and "odd/dangling: skipped: a symbolic link to nothing" in err
       and "odd/pipe: skipped: a FIFO" in err and "odd/sock: skipped: a socket" in err, f"exit {code}: {err}")
+check("each skipped member of a corpus folder is warned about once",
+      all(err.count(f"odd/{name}: skipped") == 1 for name in ("dangling", "pipe", "sock"))
+      and err.count("skipped 1 of 2 files, not text: an HDF5 file (1): odd/b.h5") == 1, err)
 server.close()
+
+# A folder's files are inputs whether read or skipped: none is an output, even with --force.
+os.makedirs("corp")
+members = {"a.txt": b"Some text. " * 20, "x.h5": b"\x89HDF\r\n\x1a\n" + bytes(100),
+           "d.parquet": b"PAR1" + bytes(100), "b.bin": b"binary\0data"}
+for name, data in members.items():
+    with open(f"corp/{name}", "wb") as f:
+        f.write(data)
+os.mkfifo("corp/pipe")
+for name in ("x.h5", "d.parquet", "b.bin", "pipe", "a.txt"):
+    code, err = tool("sg-tokenize", "corp", "--vocab", VOCAB, "-o", f"corp/{name}", "--force")
+    kept = name == "pipe" or open(f"corp/{name}", "rb").read() == members[name]
+    check(f"a corpus folder's {name} as the output is refused, even with --force",
+          code == 4 and f"corp/{name}" in err and kept, f"exit {code}, kept {kept}: {err}")
+
+# A link to a folder inside a corpus folder is followed; a cycle through one is exit 3 naming it.
+os.makedirs("linking")
+os.makedirs("elsewhere")
+with open("linking/a.txt", "w") as f:
+    f.write("First document. " * 20)
+with open("elsewhere/b.txt", "w") as f:
+    f.write("Second document. " * 20)
+os.symlink("../elsewhere", "linking/more")
+code, err = tool("sg-tokenize", "linking", "--vocab", VOCAB, "--val-tokens", "10", "-o", "linking.h5")
+check("a link to a folder in a corpus folder is followed: its text is read",
+      code == 0 and "sg-tokenize: 2 documents" in err, f"exit {code}: {err}")
+os.makedirs("loop/sub")
+with open("loop/sub/a.txt", "w") as f:
+    f.write("Some text. " * 20)
+os.symlink("..", "loop/sub/up")
+code, err = tool("sg-tokenize", "loop", "--vocab", VOCAB, "-o", "loop.h5")
+check("a cycle through a folder link in a corpus folder is exit 3 naming the link",
+      code == 3 and "loop/sub/up" in err and "cycle of folder links" in err and not os.path.exists("loop.h5"),
+      f"exit {code}: {err}")
 
 # A dataset of a file written with checksums that lost its sg_crc32c.
 code, err = tool("sg-tabulate", "ref.csv", "--format", "h5", "-o", "table.h5")

@@ -4,6 +4,8 @@
 // equal an independent conversion of the rank file and give tiktoken's ids; the folder's layout,
 // and the refusals (a file for DIR, a non-empty DIR, another vocabulary) leave nothing behind.
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -320,6 +322,29 @@ TEST_CASE("export: refuses a file for DIR, a non-empty DIR without force and ano
   CHECK_THROWS_AS(sg::export_run(scratch / "damaged.h5", scratch / "damaged", options()), sg::InputError);
   for (const auto& name : {"small", "damaged"}) CHECK_FALSE(sg_test::exists(scratch / name));
   CHECK(std::system(("ls " + sg_test::shell_quote(scratch.dir) + " | grep -q '\\.tmp\\.'").c_str()) != 0);
+}
+
+TEST_CASE("export: a parent folder that cannot be written is refused with the reason", "[export]") {
+  sg_test::Scratch scratch;
+  const std::string parent = scratch / "read-only";
+  REQUIRE(mkdir(parent.c_str(), 0777) == 0);
+  // Root writes through a folder's mode bits: there, a read-only file system.
+  const bool root = geteuid() == 0;
+  if (root && std::system(("mount -t tmpfs -o ro,size=64k tmpfs " + sg_test::shell_quote(parent) + " 2>/dev/null").c_str()) != 0) {
+    WARN("SKIPPED: running as root, and no read-only tmpfs can be mounted here");
+    return;
+  }
+  if (!root) REQUIRE(chmod(parent.c_str(), 0555) == 0);
+  std::string message;
+  try {
+    sg::check_export_folder(parent + "/export", /*force=*/false);
+  } catch (const sg::OutputError& error) {
+    message = error.what();
+  }
+  if (root) REQUIRE(std::system(("umount " + sg_test::shell_quote(parent)).c_str()) == 0);
+  else chmod(parent.c_str(), 0755);
+  CHECK_THAT(message, Catch::Contains(parent + ": cannot be written: ") &&
+                          Catch::Contains(root ? "Read-only file system" : "Permission denied"));
 }
 
 TEST_CASE("export: the name table covers every arm's parameters, one tensor name each", "[export]") {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -497,6 +498,25 @@ TEST_CASE("toy: arms with one seed start from the same parameters, seeds differ"
   CHECK_FALSE(baseline->gate_tau.defined());
   CHECK_THROWS_AS(sg::toy::parse_toy_arm("sinktoken"), sg::UsageError);
   CHECK_THROWS_AS(sg::toy::parse_routing("sideways"), sg::UsageError);
+}
+
+TEST_CASE("toy: settings no run can use are refused before training, naming the option", "[toy]") {
+  sg::toy::TaskConfig config;
+  config.routing = sg::toy::parse_routing("blind");
+  config.load = 1;
+  const auto arms = std::vector<sg::toy::ToyArm>{sg::toy::parse_toy_arm("normgate")};
+  const std::vector<std::pair<std::string, std::function<void(sg::toy::TrainOptions&)>>> cases = {
+      {"--steps", [](auto& o) { o.steps = 0; }},          {"--batch-size", [](auto& o) { o.batch = -1; }},
+      {"--eval-sequences", [](auto& o) { o.eval_sequences = 0; }}, {"--loss-window", [](auto& o) { o.loss_window = 0; }},
+      {"--query-block", [](auto& o) { o.query_block = 0; }}, {"--lr", [](auto& o) { o.lr = 0; }},
+      {"--gate-beta", [](auto& o) { o.gate_beta = 0; }},    {"--gate-beta", [](auto& o) { o.gate_beta = -8; }}};
+  for (const auto& [option, spoil] : cases) {
+    sg::toy::TrainOptions options;
+    spoil(options);
+    INFO(option);
+    CHECK_THROWS_AS(sg::toy::train_and_evaluate(config, options, arms, {0}), sg::UsageError);
+    CHECK_THROWS_WITH(sg::toy::train_and_evaluate(config, options, arms, {0}), Catch::Contains(option));
+  }
 }
 
 TEST_CASE("toy: a short run lowers the loss of every arm, and repeats exactly", "[toy]") {

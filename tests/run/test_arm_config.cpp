@@ -143,6 +143,51 @@ TEST_CASE("overrides and fields round-trip") {
   CHECK_THROWS_AS(config.model.validate(), sg::UsageError);
 }
 
+TEST_CASE("configure_run refuses every bad value of tests/fixtures/bad_fields.tsv naming its field, and the table covers every field") {
+  std::ifstream table(std::string(SG_TEST_SOURCE_DIR) + "/fixtures/bad_fields.tsv");
+  REQUIRE(table);
+  std::set<std::string> covered;
+  std::string line;
+  while (std::getline(table, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto tab = line.find('\t');
+    const std::string field = line.substr(0, tab), value = line.substr(tab + 1);
+    covered.insert(field);
+    sg::ConfigRequest request;
+    request.tier = "tiny";
+    request.overrides = {field + "=" + value};
+    INFO(field + "=" + value);
+    CHECK_THROWS_AS(sg::configure_run(request), sg::UsageError);
+    CHECK_THROWS_WITH(sg::configure_run(request), Catch::Contains(field));
+  }
+  for (const auto& field : sg::field_names()) {
+    INFO("tests/fixtures/bad_fields.tsv has no bad value of " + field);
+    CHECK(covered.count(field) == 1);
+  }
+  // The tier's own values pass, and so does every preset.
+  sg::ConfigRequest tiny;
+  tiny.tier = "tiny";
+  tiny.overrides = {"n_embd=2", "n_head=2", "warmup=200", "lr_min=6e-4"};
+  CHECK_NOTHROW(sg::configure_run(tiny));
+  for (const auto& name : sg::tier_names()) CHECK_NOTHROW(sg::configure_run({name}));
+}
+
+TEST_CASE("configure_run: the tier, arm and seed, then vocab_size, then the --config file, then --set") {
+  const std::string path = "test_arm_config.configure.tmp";
+  {
+    std::ofstream out(path);
+    out << "n_layer = 3\nvocab_size = 300\n";
+  }
+  const auto config = sg::configure_run({"tiny", "combo2", 7, 500, path, {"n_layer=5"}});
+  std::remove(path.c_str());
+  CHECK(config.tier == "tiny");
+  CHECK(config.model.arm.name() == "combo2");
+  CHECK(config.seed == 7);
+  CHECK(config.model.vocab_size == 300);  // the file's over the token file's
+  CHECK(config.model.n_layer == 5);       // --set over the file
+  CHECK(sg::configure_run({"tiny", "baseline", 0, 500}).model.vocab_size == 500);
+}
+
 TEST_CASE("configuration files: key = value lines, errors name the file and line") {
   const std::string path = "test_arm_config.conf.tmp";
   {

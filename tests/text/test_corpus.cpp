@@ -1,6 +1,9 @@
 // Tests of lib/text/corpus: which inputs are text (binary signatures, NUL bytes, the invalid-UTF-8
-// threshold), and how a directory's files that are not text are skipped and named.
+// threshold), how a directory's files that are not text are skipped and named, and how links to
+// folders in it are followed (a cycle refused naming the link).
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -117,4 +120,43 @@ TEST_CASE("corpus: a directory holding no text file is an input error") {
   write(scratch / "only.h5", "\x89HDF\r\n\x1a\n"s);
   CHECK_THROWS_WITH(sg::list_corpus_files({scratch.dir}),
                     Catch::Contains("directory holds no text file") && Catch::Contains("only.h5"));
+}
+
+TEST_CASE("corpus: a link to a folder inside a corpus folder is followed, a folder reached twice read once") {
+  sg_test::Scratch scratch;
+  REQUIRE(mkdir((scratch / "corpus").c_str(), 0777) == 0);
+  REQUIRE(mkdir((scratch / "other").c_str(), 0777) == 0);
+  write(scratch / "corpus/a.txt", "first document\n");
+  write(scratch / "other/b.txt", "second document\n");
+  write(scratch / "other/c.h5", "\x89HDF\r\n\x1a\n"s);
+  REQUIRE(symlink("../other", (scratch / "corpus/linked").c_str()) == 0);
+  const auto corpus = sg::list_corpus_files({scratch / "corpus"});
+  CHECK(corpus.files == std::vector<std::string>{scratch / "corpus/a.txt", scratch / "corpus/linked/b.txt"});
+  REQUIRE(corpus.skipped.size() == 1);
+  CHECK(corpus.skipped[0].path == scratch / "corpus/linked/c.h5");
+  // Every file an output must not replace: the folder as named, and each file by its path.
+  CHECK(sg::protected_paths({scratch / "corpus"}, corpus) ==
+        std::vector<std::string>{scratch / "corpus", scratch / "corpus/a.txt", scratch / "corpus/linked/b.txt",
+                                 scratch / "corpus/linked/c.h5"});
+  // A second link to the same folder: read once, by the first path in name order.
+  REQUIRE(symlink("../other", (scratch / "corpus/linked2").c_str()) == 0);
+  CHECK(sg::list_corpus_files({scratch / "corpus"}).files ==
+        std::vector<std::string>{scratch / "corpus/a.txt", scratch / "corpus/linked/b.txt"});
+}
+
+TEST_CASE("corpus: a cycle through a folder link is an input error naming the link") {
+  sg_test::Scratch scratch;
+  REQUIRE(mkdir((scratch / "corpus").c_str(), 0777) == 0);
+  REQUIRE(mkdir((scratch / "corpus/sub").c_str(), 0777) == 0);
+  write(scratch / "corpus/sub/a.txt", "a document\n");
+  REQUIRE(symlink("..", (scratch / "corpus/sub/up").c_str()) == 0);
+  CHECK_THROWS_AS(sg::list_corpus_files({scratch / "corpus"}), sg::InputError);
+  CHECK_THROWS_WITH(sg::list_corpus_files({scratch / "corpus"}),
+                    Catch::Contains(scratch / "corpus/sub/up") && Catch::Contains("cycle of folder links"));
+  // A link to the folder itself, given through a link: the same cycle.
+  REQUIRE(unlink((scratch / "corpus/sub/up").c_str()) == 0);
+  REQUIRE(symlink(".", (scratch / "corpus/self").c_str()) == 0);
+  REQUIRE(symlink("corpus", (scratch / "alias").c_str()) == 0);
+  CHECK_THROWS_WITH(sg::list_corpus_files({scratch / "alias"}),
+                    Catch::Contains(scratch / "alias/self") && Catch::Contains("cycle of folder links"));
 }

@@ -391,7 +391,7 @@ TEST_CASE("the loss decreases on the default corpus for a CPU tier within a shor
   tokenize.output = path;
   tokenize.force = true;
   tokenize.val_tokens = 5000;
-  sg::tokenize_corpus({corpus}, sg::Tokenizer::load(SG_GPT2_VOCAB), tokenize, nullptr);
+  sg::tokenize_corpus(sg::list_corpus_files({corpus}), sg::Tokenizer::load(SG_GPT2_VOCAB), tokenize, nullptr);
   auto config = sg::make_run_config("tiny", "baseline", 0);
   sg::apply_overrides(config, {"iterations=60", "warmup=5", "lr_peak=3e-3", "lr_min=3e-4", "eval_interval=60",
                                "eval_batches=2", "final_eval_batches=2", "checkpoint_interval=60", "block_size=32"});
