@@ -103,7 +103,9 @@ def reference(model, ids):
     with torch.no_grad():
         out = model(torch.tensor(ids), output_attentions=True)
     tensors = {"ids": torch.tensor(ids, dtype=torch.int64), "logits": out.logits.float().contiguous()}
-    windows = [getattr(layer.self_attn, "sliding_window", None) or 0 for layer in model.model.layers]
+    # Mistral's attention keeps no sliding_window of its own: config.sliding_window applies to every layer.
+    default = config.sliding_window if config.model_type == "mistral" else None
+    windows = [getattr(layer.self_attn, "sliding_window", default) or 0 for layer in model.model.layers]
     phantom = config.model_type == "gpt_oss"
     stats = []
     for layer, attention in enumerate(out.attentions):
