@@ -209,6 +209,12 @@ inline const std::string& survey_fixtures() {
   return dir;
 }
 
+/// The decoder-family models of tests/survey_modern_reference.py (test_families).
+inline const std::string& families_fixtures() {
+  static const std::string dir = python_fixtures("survey_modern_reference.py", "models", "families-fixtures");
+  return dir;
+}
+
 /// The models, task files and answers of tests/zero_shot_reference.py (test_zero_shot).
 inline const std::string& zero_shot_fixtures() {
   static const std::string dir = python_fixtures("zero_shot_reference.py", "fixtures", "zero-shot-fixtures");

@@ -1,4 +1,5 @@
-// pretrained.cpp — GPT-2 and GPT-NeoX from Hugging Face checkpoints (see pretrained.h).
+// pretrained.cpp — GPT-2, GPT-NeoX and the decoder families of families.h from Hugging Face
+// checkpoints (see pretrained.h).
 #include "lib/hf/pretrained.h"
 
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include "lib/base/error.h"
 #include "lib/base/json.h"
 #include "lib/base/log.h"
+#include "lib/hf/families.h"
 #include "lib/io/safetensors.h"
 #include "lib/model/tensors.h"
 
@@ -115,6 +117,28 @@ class WeightReader {
     return tensor;
   }
 
+  /// The expert weights `name` (E, columns, rows) as float32: stored as such, or in MXFP4 as
+  /// name_blocks (E, rows, columns / 32, 16) and name_scales (E, rows, columns / 32), U8.
+  torch::Tensor load_experts(const std::string& name, int64_t experts, int64_t columns, int64_t rows) {
+    if (!find(name).empty() || find(name + "_blocks").empty()) return load(name, {experts, columns, rows});
+    const int64_t groups = columns / 32;
+    auto raw = [&](const std::string& part, const std::vector<int64_t>& shape) {
+      const auto stored = find(part);
+      if (stored.empty()) throw InputError(folder_.folder() + ": the checkpoint lacks tensor '" + prefixes_.front() + part + "'");
+      const auto& entry = folder_.entry(stored);
+      if (entry.shape != shape || entry.dtype != SafetensorsDtype::U8)
+        throw InputError(folder_.file_of(stored).path() + ": tensor '" + stored + "' is " + to_string(entry.dtype) + " " +
+                         shape_text(entry.shape) + ", but MXFP4 expert weights of this config.json are U8 " + shape_text(shape));
+      used_.insert(stored);
+      return load_tensor(folder_, stored).to(device_);
+    };
+    if (columns % 32 != 0) throw InputError(folder_.folder() + ": MXFP4 expert weights need a multiple of 32 columns");
+    const auto blocks = raw(name + "_blocks", {experts, rows, groups, 16});
+    const auto scales = raw(name + "_scales", {experts, rows, groups});
+    count_ += experts * rows * columns;
+    return dequantize_mxfp4(blocks, scales, folder_.file_of(find(name + "_blocks")).path() + ": " + name);
+  }
+
   int64_t count() const { return count_; }
   /// The stored names of the tensors loaded so far.
   const std::set<std::string>& used() const { return used_; }
@@ -134,35 +158,38 @@ class WeightReader {
 /// `attention.rotary_emb.inv_freq`), for a layer the config has, and the output layer `head` of a
 /// model whose config ties it to the embedding (then of the embedding's shape).
 bool ignorable_tensor(const std::string& name, const PretrainedConfig& config, const SafetensorsFolder& folder) {
-  const bool gpt2 = config.architecture == Architecture::gpt2;
-  const std::string head = gpt2 ? "lm_head.weight" : "embed_out.weight";
+  const bool gpt2 = config.architecture == Architecture::gpt2, neox = config.architecture == Architecture::gpt_neox;
+  const std::string head = neox ? "embed_out.weight" : "lm_head.weight";
   if (name == head)
     return config.tie_word_embeddings && folder.entry(name).shape == std::vector<int64_t>{config.vocab_size, config.n_embd};
-  for (const std::string& prefix : gpt2 ? std::vector<std::string>{"transformer.h.", "h."}
-                                       : std::vector<std::string>{"gpt_neox.layers.", "layers."}) {
+  const std::vector<std::string> prefixes = gpt2 ? std::vector<std::string>{"transformer.h.", "h."}
+                                            : neox ? std::vector<std::string>{"gpt_neox.layers.", "layers."}
+                                                   : std::vector<std::string>{"model.layers.", "layers."};
+  for (const std::string& prefix : prefixes) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     const auto dot = name.find('.', prefix.size());
     const std::string digits = name.substr(prefix.size(), dot == std::string::npos ? std::string::npos : dot - prefix.size());
     if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
     if (std::stoll(digits) >= config.n_layer) return false;
     const std::string rest = name.substr(dot + 1);
+    if (!gpt2 && !neox) return rest == "self_attn.rotary_emb.inv_freq";
     return gpt2 ? rest == "attn.bias" || rest == "attn.masked_bias"
                 : rest == "attention.bias" || rest == "attention.masked_bias" || rest == "attention.rotary_emb.inv_freq";
   }
   return false;
 }
 
-/// (B, H, T, d): the first `dims` dimensions rotated by position, positions offset .. offset + T - 1
-/// (GPT-NeoX's rotate-half form).
-torch::Tensor apply_rotary(const torch::Tensor& x, int64_t dims, double base, int64_t offset) {
-  if (dims == 0) return x;
-  const int64_t length = x.size(2);
+/// (B, H, T, d): the first 2 · inv_freq.size(0) dimensions rotated by position, positions offset ..
+/// offset + T - 1 (the rotate-half form of GPT-NeoX and Llama); cos and sin multiplied by `scaling`.
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& inv_freq, double scaling, int64_t offset) {
+  if (!inv_freq.defined() || inv_freq.size(0) == 0) return x;
+  const int64_t length = x.size(2), dims = 2 * inv_freq.size(0);
   const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
-  const auto inv_freq = 1.0 / torch::pow(base, torch::arange(0, dims, 2, options) / static_cast<double>(dims));  // (dims/2)
   const auto positions = torch::arange(offset, offset + length, options);
   const auto freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);  // (T, dims/2)
-  const auto angles = torch::cat({freqs, freqs}, -1);                                                          // (T, dims)
-  const auto cos = angles.cos(), sin = angles.sin();
+  const auto angles = torch::cat({freqs, freqs}, -1);                 // (T, dims)
+  auto cos = angles.cos(), sin = angles.sin();
+  if (scaling != 1.0) cos = cos * scaling, sin = sin * scaling;
   const auto rotated = x.narrow(-1, 0, dims);
   const auto first = rotated.narrow(-1, 0, dims / 2), second = rotated.narrow(-1, dims / 2, dims - dims / 2);
   const auto turned = torch::cat({-second, first}, -1);
@@ -219,14 +246,70 @@ PretrainedBlock neox_block(WeightReader& reader, const PretrainedConfig& c, int6
   return b;
 }
 
+/// Block l of a decoder family, its tensor names and options from the family's row.
+PretrainedBlock decoder_block(WeightReader& reader, const PretrainedConfig& c, int64_t l) {
+  const auto& row = family_of(c.architecture);
+  const int64_t C = c.n_embd, I = c.n_inner, H = c.n_head, K = c.n_kv_head, d = c.head_dim(), E = c.experts;
+  const std::string p = "layers." + std::to_string(l) + ".", a = p + "self_attn.", m = p + "mlp.";
+  PretrainedBlock b;
+  b.ln1_weight = reader.load(p + row.attention_norm + ".weight", {C});
+  b.ln2_weight = reader.load(p + row.feed_forward_norm + ".weight", {C});
+  b.qkv_weight = torch::cat({reader.load(a + "q_proj.weight", {H * d, C}), reader.load(a + "k_proj.weight", {K * d, C}),
+                             reader.load(a + "v_proj.weight", {K * d, C})});
+  if (c.qkv_bias)
+    b.qkv_bias = torch::cat({reader.load(a + "q_proj.bias", {H * d}), reader.load(a + "k_proj.bias", {K * d}),
+                             reader.load(a + "v_proj.bias", {K * d})});
+  b.proj_weight = reader.load(a + "o_proj.weight", {C, H * d});
+  if (c.out_bias) b.proj_bias = reader.load(a + "o_proj.bias", {C});
+  if (row.qk_norm != QkNorm::none) {
+    const bool per_head = row.qk_norm == QkNorm::per_head;
+    b.q_norm = reader.load(a + "q_norm.weight", {per_head ? d : H * d});
+    b.k_norm = reader.load(a + "k_norm.weight", {per_head ? d : K * d});
+  }
+  if (c.sinks) b.sinks = reader.load(a + "sinks", {H});
+  if (E > 0) {
+    b.router_weight = reader.load(m + "router.weight", {E, C});
+    b.router_bias = reader.load(m + "router.bias", {E});
+    b.expert_up = reader.load_experts(m + "experts.gate_up_proj", E, C, 2 * I);
+    b.expert_up_bias = reader.load(m + "experts.gate_up_proj_bias", {E, 2 * I});
+    b.expert_down = reader.load_experts(m + "experts.down_proj", E, I, C);
+    b.expert_down_bias = reader.load(m + "experts.down_proj_bias", {E, C});
+  } else {
+    b.fc_weight = reader.load(m + "gate_proj.weight", {I, C});
+    b.up_weight = reader.load(m + "up_proj.weight", {I, C});
+    b.out_weight = reader.load(m + "down_proj.weight", {C, I});
+  }
+  return b;
+}
+
+/// x * rsqrt(mean(x²) + eps) * weight over the last dimension (transformers' RMSNorm, float32).
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  return weight * (x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps));
+}
+
 }  // namespace
 
 int64_t PretrainedConfig::rotary_dims() const {
+  if (decoder_family()) return head_size;
   if (architecture != Architecture::gpt_neox) return 0;
   return static_cast<int64_t>(static_cast<double>(head_dim()) * rotary_pct);
 }
 
-std::string PretrainedConfig::model_type() const { return architecture == Architecture::gpt2 ? "gpt2" : "gpt_neox"; }
+std::string PretrainedConfig::model_type() const { return family_of(architecture).model_type; }
+
+bool PretrainedConfig::decoder_family() const {
+  return architecture != Architecture::gpt2 && architecture != Architecture::gpt_neox;
+}
+
+std::string PretrainedConfig::attention_kind() const {
+  std::string kind = n_kv_head == n_head ? "mha" : "gqa";
+  for (auto w : windows)
+    if (w > 0) {
+      kind += "+window";
+      break;
+    }
+  return sinks ? kind + "+sinks" : kind;
+}
 
 nlohmann::json read_config_json(const std::string& path) {
   struct stat info {};
@@ -270,6 +353,118 @@ void read_shared_fields(const ConfigReader& r, const SharedFieldNames& names, Pr
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", names.tied_default);
 }
 
+/// A number of an object that must have it.
+double required_real(const ConfigReader& r, const std::string& key, const std::string& path) {
+  if (!r.has(key)) throw InputError(path + ": lacks \"" + key + "\"", "the rope type needs it");
+  return r.real(key, 0);
+}
+
+/// The rotary embedding: transformers 5's rope_parameters, or transformers 4's rope_theta and
+/// rope_scaling.
+RopeConfig read_rope(const ConfigReader& r, const json& object, int64_t positions, const std::string& path) {
+  RopeConfig rope;
+  rope.theta = r.real("rope_theta", 10000.0);
+  const char* key = r.has("rope_parameters") ? "rope_parameters" : r.has("rope_scaling") ? "rope_scaling" : nullptr;
+  if (!key) return rope;
+  const std::string where = path + " (" + key + ")";
+  if (!object[key].is_object()) throw InputError(where + ": not an object");
+  const ConfigReader rr(object[key], where);
+  rope.theta = rr.real("rope_theta", rope.theta);
+  if (rr.real("partial_rotary_factor", 1.0) != 1.0) throw InputError(where + ": partial_rotary_factor is not supported here");
+  const auto type = rr.text("rope_type", rr.text("type", "default"));
+  if (type == "llama3") {
+    rope.type = RopeType::llama3;
+    rope.factor = required_real(rr, "factor", where);
+    rope.low_freq_factor = required_real(rr, "low_freq_factor", where);
+    rope.high_freq_factor = required_real(rr, "high_freq_factor", where);
+    rope.original_positions = rr.integer("original_max_position_embeddings");
+  } else if (type == "yarn") {
+    rope.type = RopeType::yarn;
+    rope.original_positions = rr.integer("original_max_position_embeddings");
+    rope.factor = rr.real("factor", static_cast<double>(positions) / static_cast<double>(rope.original_positions));
+    rope.beta_fast = rr.real("beta_fast", 0) != 0 ? rr.real("beta_fast", 0) : 32.0;
+    rope.beta_slow = rr.real("beta_slow", 0) != 0 ? rr.real("beta_slow", 0) : 1.0;
+    rope.truncate = rr.boolean("truncate", true);
+    auto mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+    const double m = rr.real("mscale", 0), m_all = rr.real("mscale_all_dim", 0);
+    rope.attention_factor = rr.has("attention_factor") ? rr.real("attention_factor", 1.0)
+                            : m != 0 && m_all != 0     ? mscale(rope.factor, m) / mscale(rope.factor, m_all)
+                                                       : mscale(rope.factor, 1.0);
+  } else if (type != "default") {
+    throw InputError(where + ": rope_type '" + type + "' is not supported", "supported: default, llama3, yarn");
+  }
+  return rope;
+}
+
+/// Per layer: the sliding window, 0 where a layer attends to every earlier position.
+std::vector<int64_t> read_windows(const ConfigReader& r, const json& object, const FamilyRow& row, int64_t layers,
+                                  const std::string& path) {
+  std::vector<int64_t> windows(static_cast<size_t>(layers), 0);
+  const int64_t window = r.has("sliding_window") ? r.integer("sliding_window") : 0;
+  if (row.windows == WindowLayers::none) {
+    if (window) throw InputError(path + ": sliding_window is set, but " + row.model_type + " models have none");
+    return windows;
+  }
+  if (r.has("layer_types")) {
+    const auto& types = object["layer_types"];
+    if (!types.is_array() || static_cast<int64_t>(types.size()) != layers)
+      throw InputError(path + ": layer_types must list one type per layer (" + std::to_string(layers) + ")");
+    for (int64_t l = 0; l < layers; ++l) {
+      const auto& type = types[static_cast<size_t>(l)];
+      if (type == "sliding_attention" && window) windows[static_cast<size_t>(l)] = window;
+      else if (type != "full_attention" && type != "sliding_attention")
+        throw InputError(path + ": layer type " + json_excerpt(type) + " is not supported",
+                         "supported: full_attention, sliding_attention");
+    }
+    return windows;
+  }
+  for (int64_t l = 0; l < layers && window; ++l) {
+    bool slides = row.windows == WindowLayers::all || (row.windows == WindowLayers::alternate && l % 2 == 0);
+    if (row.windows == WindowLayers::from_max_window_layers)
+      slides = r.boolean("use_sliding_window", false) && l >= r.integer("max_window_layers", 28);
+    if (slides) windows[static_cast<size_t>(l)] = window;
+  }
+  return windows;
+}
+
+/// The fields of a decoder family (families.h) from config.json.
+void read_decoder_fields(const ConfigReader& r, const json& object, const FamilyRow& row, PretrainedConfig& c,
+                         const std::string& path) {
+  c.architecture = row.architecture;
+  c.n_embd = r.integer("hidden_size");
+  c.n_head = r.integer("num_attention_heads");
+  c.n_layer = r.integer("num_hidden_layers");
+  c.n_kv_head = r.integer("num_key_value_heads", c.n_head);
+  c.head_size = r.integer("head_dim", c.n_embd / c.n_head);
+  c.vocab_size = r.integer("vocab_size");
+  c.n_positions = r.integer("max_position_embeddings");
+  c.n_inner = r.integer("intermediate_size");
+  c.layer_norm_eps = r.real("rms_norm_eps", row.epsilon_default);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", row.tied_default);
+  const auto activation = r.text("hidden_act", "silu");
+  if (activation != "silu") throw InputError(path + ": hidden_act '" + activation + "' is not supported", "supported: silu");
+  if (c.n_head % c.n_kv_head != 0)
+    throw InputError(path + ": " + std::to_string(c.n_head) + " attention heads are not a multiple of " +
+                     std::to_string(c.n_kv_head) + " key/value heads");
+  const bool asked = r.boolean("attention_bias", row.bias_default);
+  if (row.bias == AttentionBias::none && asked)
+    throw InputError(path + ": attention_bias is true, but " + row.model_type + " attention has no biases");
+  c.qkv_bias = row.bias == AttentionBias::qkv || (row.bias == AttentionBias::from_config && asked);
+  c.out_bias = row.bias == AttentionBias::from_config && asked;
+  if (r.boolean("mlp_bias", false)) throw InputError(path + ": mlp_bias is not supported");
+  c.windows = read_windows(r, object, row, c.n_layer, path);
+  c.sinks = row.sinks;
+  if (row.experts) {
+    c.experts = r.integer("num_local_experts");
+    c.experts_per_token = r.integer("num_experts_per_tok");
+    c.swiglu_alpha = r.real("swiglu_alpha", 1.702);
+    c.swiglu_limit = r.real("swiglu_limit", 7.0);
+    if (c.experts_per_token > c.experts) throw InputError(path + ": num_experts_per_tok exceeds num_local_experts");
+  }
+  c.rope = read_rope(r, object, c.n_positions, path);
+  if (c.head_size % 2 != 0) throw InputError(path + ": head_dim " + std::to_string(c.head_size) + " must be even");
+}
+
 }  // namespace
 
 PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std::string& path) {
@@ -305,11 +500,13 @@ PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std
       c.rotary_base = rr.real("rope_theta", c.rotary_base);
     }
     if (c.rotary_pct < 0 || c.rotary_pct > 1) throw InputError(path + ": rotary_pct must lie in [0, 1]");
+  } else if (const FamilyRow* row = find_family(type)) {
+    read_decoder_fields(r, object, *row, c, path);
   } else {
-    throw InputError(path + ": model_type '" + type + "' is not supported",
-                     "supported: gpt2 (GPT-2 family) and gpt_neox (Pythia)");
+    throw InputError(path + ": model_type '" + type + "' is not supported", "supported: " + supported_families());
   }
-  if (c.n_embd % c.n_head != 0)
+  if (!c.decoder_family()) c.n_kv_head = c.n_head, c.head_size = c.n_embd / c.n_head;
+  if (!c.decoder_family() && c.n_embd % c.n_head != 0)
     throw InputError(path + ": the width " + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + " heads");
   if (c.architecture == Architecture::gpt_neox && c.rotary_dims() % 2 != 0)
     throw InputError(path + ": the rotary dimensions per head (" + std::to_string(c.rotary_dims()) + ") must be even");
@@ -335,21 +532,27 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
   for (const auto& p : weights.paths()) model.files_.push_back(p);
   torch::NoGradGuard no_grad;
   const int64_t C = c.n_embd, V = c.vocab_size;
-  const bool gpt2 = c.architecture == Architecture::gpt2;
-  WeightReader reader(weights, c, device, gpt2 ? std::vector<std::string>{"transformer.", ""}
-                                               : std::vector<std::string>{"gpt_neox.", ""});
+  const bool gpt2 = c.architecture == Architecture::gpt2, neox = c.architecture == Architecture::gpt_neox;
+  WeightReader reader(weights, c, device, {gpt2 ? "transformer." : neox ? "gpt_neox." : "model.", ""});
   std::set<std::string> used;  // of an untied output layer
-  model.token_embedding_ = reader.load(gpt2 ? "wte.weight" : "embed_in.weight", {V, C});
+  model.token_embedding_ = reader.load(gpt2 ? "wte.weight" : neox ? "embed_in.weight" : "embed_tokens.weight", {V, C});
   if (gpt2) model.position_embedding_ = reader.load("wpe.weight", {c.n_positions, C});
-  for (int64_t l = 0; l < c.n_layer; ++l) model.blocks_.push_back(gpt2 ? gpt2_block(reader, c, l) : neox_block(reader, c, l));
-  const std::string final_norm = gpt2 ? "ln_f" : "final_layer_norm";
+  for (int64_t l = 0; l < c.n_layer; ++l)
+    model.blocks_.push_back(gpt2 ? gpt2_block(reader, c, l) : neox ? neox_block(reader, c, l) : decoder_block(reader, c, l));
+  const std::string final_norm = gpt2 ? "ln_f" : neox ? "final_layer_norm" : "norm";
   model.final_norm_weight_ = reader.load(final_norm + ".weight", {C});
-  model.final_norm_bias_ = reader.load(final_norm + ".bias", {C});
+  if (!c.decoder_family()) model.final_norm_bias_ = reader.load(final_norm + ".bias", {C});
+  if (!gpt2) {
+    RopeConfig rope = c.rope;
+    if (neox) rope = RopeConfig{}, rope.theta = c.rotary_base;
+    model.inv_freq_ = rotary_inverse_frequencies(rope, c.rotary_dims()).to(device);
+    model.rotary_scaling_ = rope.attention_factor;
+  }
   if (c.tie_word_embeddings) {
     model.head_weight_ = model.token_embedding_;
   } else {
     WeightReader head(weights, c, device, {""});
-    model.head_weight_ = head.load(gpt2 ? "lm_head.weight" : "embed_out.weight", {V, C});
+    model.head_weight_ = head.load(neox ? "embed_out.weight" : "lm_head.weight", {V, C});
     model.parameter_count_ += head.count();
     used = head.used();
   }
@@ -367,68 +570,139 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
   return model;
 }
 
+namespace {
+
+/// (B, Hkv, T, d) -> (B, Hkv · groups, T, d): each key/value head repeated for its query heads.
+torch::Tensor repeat_heads(const torch::Tensor& x, int64_t groups) {
+  if (groups == 1) return x;
+  const auto s = x.sizes();
+  return x.unsqueeze(2).expand({s[0], s[1], groups, s[2], s[3]}).reshape({s[0], s[1] * groups, s[2], s[3]});
+}
+
+/// (Tq, Tk) bool: query offset + i sees key j when j <= offset + i and, with a window W > 0,
+/// j > offset + i - W.
+torch::Tensor visible_keys(int64_t offset, int64_t length, int64_t window, const torch::Device& device) {
+  const auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
+  const auto keys = torch::arange(offset + length, options).unsqueeze(0);
+  const auto queries = torch::arange(offset, offset + length, options).unsqueeze(1);
+  auto visible = keys <= queries;
+  if (window > 0) visible = visible.logical_and(keys > queries - window);
+  return visible;
+}
+
+}  // namespace
+
 torch::Tensor PretrainedModel::attention(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
                                          const TelemetryCallback& telemetry, PretrainedCache* cache) const {
   const auto& c = config_;
-  const int64_t batch = x.size(0), length = x.size(1), h = c.n_head, d = c.head_dim();
+  const auto& row = family_of(c.architecture);
+  const int64_t batch = x.size(0), length = x.size(1), h = c.n_head, kv = c.n_kv_head, d = c.head_dim();
   const int64_t offset = cache ? cache->tokens : 0;
-  const auto qkv = linear(x, block.qkv_weight, block.qkv_bias).view({batch, length, 3, h, d}).permute({2, 0, 3, 1, 4});
-  auto q = qkv[0], k = qkv[1];  // (B, H, T, d)
-  auto v = qkv[2];
-  if (c.architecture == Architecture::gpt_neox) {
-    q = apply_rotary(q, c.rotary_dims(), c.rotary_base, offset);
-    k = apply_rotary(k, c.rotary_dims(), c.rotary_base, offset);
-  }
+  const auto qkv = linear(x, block.qkv_weight, block.qkv_bias);  // (B, T, (H + 2 Hkv) d)
+  auto q = qkv.narrow(-1, 0, h * d), k = qkv.narrow(-1, h * d, kv * d);
+  auto v = qkv.narrow(-1, (h + kv) * d, kv * d).view({batch, length, kv, d}).transpose(1, 2);  // (B, Hkv, T, d)
+  if (row.qk_norm == QkNorm::all_heads)
+    q = rms_norm(q, block.q_norm, c.layer_norm_eps), k = rms_norm(k, block.k_norm, c.layer_norm_eps);
+  q = q.view({batch, length, h, d}), k = k.view({batch, length, kv, d});
+  if (row.qk_norm == QkNorm::per_head)
+    q = rms_norm(q, block.q_norm, c.layer_norm_eps), k = rms_norm(k, block.k_norm, c.layer_norm_eps);
+  q = apply_rotary(q.transpose(1, 2), inv_freq_, rotary_scaling_, offset);  // (B, H, T, d)
+  k = apply_rotary(k.transpose(1, 2), inv_freq_, rotary_scaling_, offset);  // (B, Hkv, T, d)
   if (cache) {
     auto& keys = cache->keys[static_cast<size_t>(layer)];
     auto& values = cache->values[static_cast<size_t>(layer)];
-    keys = keys.defined() ? torch::cat({keys, k}, 2) : k;  // (B, H, offset + T, d)
+    keys = keys.defined() ? torch::cat({keys, k}, 2) : k;  // (B, Hkv, offset + T, d)
     values = values.defined() ? torch::cat({values, v}, 2) : v;
     k = keys;
     v = values;
   }
+  k = repeat_heads(k, h / kv), v = repeat_heads(v, h / kv);
   double scale = 1.0;
-  if (c.architecture == Architecture::gpt_neox || c.scale_attn_weights) scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (c.architecture != Architecture::gpt2 || c.scale_attn_weights) scale = 1.0 / std::sqrt(static_cast<double>(d));
   if (c.scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(layer + 1);
-  torch::Tensor y;  // (B, H, T, d)
-  if (cache) {
-    // Query offset + i sees keys 0 .. offset + i.
-    const auto options = torch::TensorOptions().dtype(torch::kLong).device(x.device());
-    const auto visible = torch::arange(offset + length, options).unsqueeze(0) <=
-                         torch::arange(offset, offset + length, options).unsqueeze(1);  // (T, offset + T)
-    y = at::scaled_dot_product_attention(q, k, v, visible, /*dropout_p=*/0.0, /*is_causal=*/false, scale);
-  } else if (telemetry) {
-    auto logits = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B, H, T, T)
-    const auto future = torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
-    logits = logits.masked_fill(future, -std::numeric_limits<float>::infinity());
-    const auto weights = torch::softmax(logits, -1);
-    y = torch::matmul(weights, v);
+  const int64_t window = c.windows.empty() ? 0 : c.windows[static_cast<size_t>(layer)];
+  const auto y = attend(q, k, v, block.sinks, layer, offset, window, scale, cache ? TelemetryCallback{} : telemetry);
+  return linear(y.transpose(1, 2).reshape({batch, length, h * d}), block.proj_weight, block.proj_bias);
+}
+
+torch::Tensor PretrainedModel::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                      const torch::Tensor& sinks, int64_t layer, int64_t offset, int64_t window, double scale,
+                                      const TelemetryCallback& telemetry) const {
+  const int64_t length = q.size(2), d = q.size(3);
+  if (!telemetry && !sinks.defined()) {
+    if (offset == 0 && window == 0)
+      return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true, scale);
+    const auto visible = visible_keys(offset, length, window, q.device());  // (T, offset + T)
+    return at::scaled_dot_product_attention(q, k, v, visible, /*dropout_p=*/0.0, /*is_causal=*/false, scale);
+  }
+  auto logits = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B, H, T, offset + T)
+  logits = logits.masked_fill(visible_keys(offset, length, window, q.device()).logical_not(),
+                              -std::numeric_limits<float>::infinity());
+  torch::Tensor weights, phantom;
+  if (sinks.defined()) {
+    const auto column = sinks.view({1, -1, 1, 1}).expand({logits.size(0), logits.size(1), length, 1});
+    const auto probabilities = torch::softmax(torch::cat({logits, column}, -1), -1);
+    weights = probabilities.narrow(-1, 0, logits.size(-1));
+    phantom = probabilities.select(-1, logits.size(-1));  // (B, H, T)
+  } else {
+    weights = torch::softmax(logits, -1);
+  }
+  const auto y = torch::matmul(weights, v);
+  if (telemetry) {
     AttentionTelemetry record;
     record.weights = weights;
+    record.phantom_mass = phantom;
     record.read_norms = v.pow(2).sum(-1).sqrt() / std::sqrt(static_cast<double>(d));  // (B, H, T)
     record.reads = v;
     telemetry(layer, record);
-  } else {
-    y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true, scale);
   }
-  return linear(y.transpose(1, 2).reshape({batch, length, c.n_embd}), block.proj_weight, block.proj_bias);
+  return y;
+}
+
+torch::Tensor PretrainedModel::norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) const {
+  if (config_.decoder_family()) return rms_norm(x, weight, config_.layer_norm_eps);
+  return torch::layer_norm(x, {config_.n_embd}, weight, bias, config_.layer_norm_eps);
+}
+
+torch::Tensor PretrainedModel::feed_forward(const PretrainedBlock& block, const torch::Tensor& x) const {
+  const auto& c = config_;
+  if (!c.decoder_family()) {
+    const auto hidden = torch::gelu(linear(x, block.fc_weight, block.fc_bias), c.gelu_tanh ? "tanh" : "none");
+    return linear(hidden, block.out_weight, block.out_bias);
+  }
+  if (c.experts == 0) return F::linear(torch::silu(F::linear(x, block.fc_weight)) * F::linear(x, block.up_weight), block.out_weight);
+  // gpt-oss: the top experts_per_token experts of a router, their outputs weighted by a softmax over
+  // the chosen logits; each expert a clamped SwiGLU with gate and up interleaved.
+  const auto flat = x.reshape({-1, c.n_embd});  // (N, C)
+  const auto [top, chosen] = F::linear(flat, block.router_weight, block.router_bias).topk(c.experts_per_token, -1);
+  const auto scores = torch::softmax(top, 1);  // (N, k)
+  auto out = torch::zeros_like(flat);
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const auto hits = (chosen == e).nonzero();  // (n, 2): token, slot
+    if (hits.size(0) == 0) continue;
+    const auto tokens = hits.select(1, 0), slots = hits.select(1, 1);
+    const auto gate_up = torch::matmul(flat.index_select(0, tokens), block.expert_up[e]) + block.expert_up_bias[e];
+    const auto gate = gate_up.slice(-1, 0, c.n_inner * 2, 2).clamp_max(c.swiglu_limit);
+    const auto up = gate_up.slice(-1, 1, c.n_inner * 2, 2).clamp(-c.swiglu_limit, c.swiglu_limit);
+    const auto hidden = (up + 1) * (gate * torch::sigmoid(gate * c.swiglu_alpha));
+    const auto expert = torch::matmul(hidden, block.expert_down[e]) + block.expert_down_bias[e];
+    out.index_add_(0, tokens, expert * scores.index({tokens, slots}).unsqueeze(1));
+  }
+  return out.view(x.sizes());
 }
 
 torch::Tensor PretrainedModel::block_forward(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
                                              const TelemetryCallback& telemetry, PretrainedCache* cache) const {
   const auto& c = config_;
-  auto norm = [&](const torch::Tensor& t, const torch::Tensor& w, const torch::Tensor& b) {
-    return torch::layer_norm(t, {c.n_embd}, w, b, c.layer_norm_eps);
-  };
-  auto mlp = [&](const torch::Tensor& t) {
-    const auto hidden = torch::gelu(linear(t, block.fc_weight, block.fc_bias), c.gelu_tanh ? "tanh" : "none");
-    return linear(hidden, block.out_weight, block.out_bias);
-  };
+  if (c.decoder_family() && family_of(c.architecture).norm_after) {
+    const auto mid = x + norm(attention(block, layer, x, telemetry, cache), block.ln1_weight, block.ln1_bias);
+    return mid + norm(feed_forward(block, mid), block.ln2_weight, block.ln2_bias);
+  }
   const auto attended = attention(block, layer, norm(x, block.ln1_weight, block.ln1_bias), telemetry, cache);
   if (c.architecture == Architecture::gpt_neox && c.use_parallel_residual)
-    return x + attended + mlp(norm(x, block.ln2_weight, block.ln2_bias));
+    return x + attended + feed_forward(block, norm(x, block.ln2_weight, block.ln2_bias));
   const auto mid = x + attended;
-  return mid + mlp(norm(mid, block.ln2_weight, block.ln2_bias));
+  return mid + feed_forward(block, norm(mid, block.ln2_weight, block.ln2_bias));
 }
 
 torch::Tensor PretrainedModel::run(const torch::Tensor& idx, const TelemetryCallback& telemetry,
@@ -451,7 +725,7 @@ torch::Tensor PretrainedModel::run(const torch::Tensor& idx, const TelemetryCall
   for (size_t l = 0; l < blocks_.size(); ++l)
     x = block_forward(blocks_[l], static_cast<int64_t>(l), x, telemetry, cache);
   if (cache) cache->tokens += length;
-  return torch::layer_norm(x, {config_.n_embd}, final_norm_weight_, final_norm_bias_, config_.layer_norm_eps);
+  return norm(x, final_norm_weight_, final_norm_bias_);
 }
 
 torch::Tensor PretrainedModel::hidden(const torch::Tensor& idx, const TelemetryCallback& telemetry) const {

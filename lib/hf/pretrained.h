@@ -14,6 +14,14 @@
 // the fused query_key_value laid out per head as [q_h k_h v_h] for h = 0..H-1 (reordered to
 // [Q; K; V] when loaded), exact GELU, separate unembedding embed_out (unless tied).
 //
+// The decoder families of today (families.h, one row each: llama, mistral, qwen2, qwen3, olmo2,
+// gpt_oss): separate q/k/v projections with grouped-query attention (n_kv_head key/value heads,
+// each read by n_head / n_kv_head query heads), RMSNorm, rotary embeddings on the whole head
+// (rope_type default, llama3 or yarn, inv_freq as transformers computes it), SwiGLU feed-forward
+// or gpt-oss's mixture of experts (MXFP4 expert weights dequantised), and per family: q/k/v or
+// all attention biases, query/key RMSNorm per head (qwen3) or over all heads (olmo2), OLMo 2's
+// norms after each sublayer, sliding windows per layer, gpt-oss's learned per-head sink logits.
+//
 // Weights are read in the checkpoint's dtype (F32, F16 or BF16) and computed in float32.
 // Checked on load (InputError naming the file): config.json fields, every expected tensor
 // present with the shape config.json implies and, when config.json declares a dtype
@@ -32,12 +40,29 @@
 
 namespace sg {
 
-enum class Architecture { gpt2, gpt_neox };
+enum class Architecture { gpt2, gpt_neox, llama, mistral, qwen2, qwen3, olmo2, gpt_oss };
+
+/// How a rotary embedding's inverse frequencies are computed (transformers' rope_type).
+enum class RopeType { standard, llama3, yarn };
+
+/// The rotary embedding of a decoder family (rope_parameters of config.json).
+struct RopeConfig {
+  RopeType type = RopeType::standard;
+  double theta = 10000.0;
+  double factor = 1.0;                  // llama3, yarn
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  int64_t original_positions = 0;       // original_max_position_embeddings (llama3, yarn)
+  double beta_fast = 32.0, beta_slow = 1.0;  // yarn
+  bool truncate = true;                 // yarn
+  double attention_factor = 1.0;        // yarn: multiplies cos and sin (so the logits by its square)
+};
 
 /// The fields of config.json that define the computation.
 struct PretrainedConfig {
   Architecture architecture = Architecture::gpt2;
   int64_t n_layer = 0, n_head = 0, n_embd = 0;
+  int64_t n_kv_head = 0;    // key/value heads (grouped-query attention); n_head for GPT-2 and NeoX
+  int64_t head_size = 0;    // d: config.json's head_dim, else n_embd / n_head
   int64_t n_inner = 0;      // MLP width (GPT-2 n_inner, default 4 n_embd; NeoX intermediate_size)
   int64_t vocab_size = 0;
   int64_t n_positions = 0;  // longest sequence (GPT-2 n_positions; NeoX max_position_embeddings)
@@ -54,10 +79,24 @@ struct PretrainedConfig {
   bool use_parallel_residual = true;
   bool attention_bias = true;
 
-  int64_t head_dim() const { return n_embd / n_head; }
+  // The decoder families only.
+  RopeConfig rope;
+  bool qkv_bias = false, out_bias = false;  // biases of q/k/v_proj and of o_proj
+  std::vector<int64_t> windows;             // per layer: the sliding window W (keys j > i - W), 0 for none
+  bool sinks = false;                       // learned per-head sink logits (gpt_oss)
+  int64_t experts = 0, experts_per_token = 0;  // mixture of experts (gpt_oss); 0: a SwiGLU MLP
+  double swiglu_alpha = 1.702, swiglu_limit = 7.0;
+  bool mlp_bias = false;                    // biases of gate/up/down_proj (llama's mlp_bias)
+
+  int64_t head_dim() const { return head_size; }
+  /// True for the decoder families (families.h), false for GPT-2 and GPT-NeoX.
+  bool decoder_family() const;
+  /// "full", "gqa", with "+window" when a layer has a sliding window and "+sinks" for learned sinks
+  /// ("mha" rather than "full" when n_kv_head = n_head).
+  std::string attention_kind() const;
   /// Rotary dimensions per head: int(head_dim * rotary_pct) as transformers computes it (NeoX).
   int64_t rotary_dims() const;
-  /// "gpt2" or "gpt_neox".
+  /// config.json's model_type: "gpt2", "gpt_neox", "llama", … (families.h).
   std::string model_type() const;
 };
 
@@ -74,7 +113,9 @@ PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std
 nlohmann::json read_config_json(const std::string& path);
 
 // Telemetry of a pretrained model (TelemetryCallback, attention.h): weights (B, H, T, T),
-// read_norms (B, H, T) = |v_j|/sqrt(d), reads (B, H, T, d); phantom_mass and gates undefined.
+// read_norms (B, H, T) = |v_j|/sqrt(d), reads (B, H, T, d), for query head h the values of its
+// key/value head h / (H / Hkv); phantom_mass (B, H, T) the mass on a learned sink (gpt_oss),
+// else undefined; gates undefined.
 
 /// The weights of one block in nn.Linear layout (out, in).
 struct PretrainedBlock {
@@ -83,6 +124,13 @@ struct PretrainedBlock {
   torch::Tensor proj_weight, proj_bias;  // (C, C), (C)
   torch::Tensor fc_weight, fc_bias;      // (n_inner, C), (n_inner)
   torch::Tensor out_weight, out_bias;    // (C, n_inner), (C)
+  // Decoder families.
+  torch::Tensor up_weight, up_bias;      // SwiGLU: down(silu(fc x) * up x), fc = gate_proj, out = down_proj
+  torch::Tensor q_norm, k_norm;          // (d) per head or (H d) / (Hkv d) over all heads
+  torch::Tensor sinks;                   // (H) learned sink logits
+  torch::Tensor router_weight, router_bias;    // (E, C), (E)
+  torch::Tensor expert_up, expert_up_bias;      // (E, C, 2 n_inner), (E, 2 n_inner): gate and up interleaved
+  torch::Tensor expert_down, expert_down_bias;  // (E, n_inner, C), (E, C)
 };
 
 /// The keys and values of every layer for incremental decoding (keys after the rotary embedding).
@@ -128,6 +176,12 @@ class PretrainedModel {
                               const TelemetryCallback& telemetry, PretrainedCache* cache) const;
   torch::Tensor attention(const PretrainedBlock& block, int64_t layer, const torch::Tensor& x,
                           const TelemetryCallback& telemetry, PretrainedCache* cache) const;
+  /// Softmax attention of q (B, H, T, d) over k, v (B, H, offset + T, d), causal and within the
+  /// window; explicit (with telemetry) when asked or with learned sinks, else the fused kernel.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& sinks,
+                       int64_t layer, int64_t offset, int64_t window, double scale, const TelemetryCallback& telemetry) const;
+  torch::Tensor feed_forward(const PretrainedBlock& block, const torch::Tensor& x) const;
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) const;
 
   PretrainedConfig config_;
   std::string folder_;
@@ -138,6 +192,8 @@ class PretrainedModel {
   std::vector<PretrainedBlock> blocks_;
   torch::Tensor final_norm_weight_, final_norm_bias_;
   torch::Tensor head_weight_;         // (V, C): the token embedding when tied
+  torch::Tensor inv_freq_;            // (rotary dims / 2) float32; undefined for GPT-2
+  double rotary_scaling_ = 1.0;       // yarn's attention factor on cos and sin
 };
 
 }  // namespace sg

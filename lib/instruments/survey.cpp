@@ -78,8 +78,26 @@ IncidenceAccumulator::IncidenceAccumulator(int64_t layers, int64_t heads, Survey
   }
 }
 
+namespace {
+
+/// A sliding-window layer's sink and received mass (survey.h): query i's sink is the first
+/// `sink` keys of its window, start_i = max(0, i - W + 1). weights (B, H, T, T) -> sink mass per
+/// query i >= sink (B, H, T - sink) and the non-sink mass each key j >= sink receives (B, H, T - sink).
+std::pair<torch::Tensor, torch::Tensor> window_sums(const torch::Tensor& weights, int64_t window, int64_t sink) {
+  const int64_t length = weights.size(3), rest = length - sink;
+  const auto positions = torch::arange(length, torch::TensorOptions().dtype(torch::kLong).device(weights.device()));
+  const auto start = (positions - window + 1).clamp_min(0).unsqueeze(1);  // (T, 1)
+  const auto keys = positions.unsqueeze(0);                               // (1, T)
+  const auto in_sink = keys.ge(start).logical_and(keys.lt(start + sink)).to(weights.scalar_type());  // (T, T)
+  const auto sink_rows = (weights * in_sink).narrow(2, sink, rest).sum({3}, false, torch::kFloat64);
+  const auto received = (weights * (1 - in_sink)).narrow(3, sink, rest).sum({2}, false, torch::kFloat64);
+  return {sink_rows, received};
+}
+
+}  // namespace
+
 void IncidenceAccumulator::add(int64_t layer, const torch::Tensor& weights, const torch::Tensor& read_norms,
-                               const torch::Tensor& phantom_mass, int64_t extra_positions) {
+                               const torch::Tensor& phantom_mass, int64_t extra_positions, int64_t window) {
   if (layer < 0 || layer >= static_cast<int64_t>(layers_.size()))
     throw UsageError("survey: layer " + std::to_string(layer) + " out of range");
   if (weights.dim() != 4 || weights.size(1) != heads_ || weights.size(2) != weights.size(3))
@@ -93,6 +111,10 @@ void IncidenceAccumulator::add(int64_t layer, const torch::Tensor& weights, cons
     throw UsageError("survey: read norms must be (B, H, T)");
   if (phantom_mass.defined() && phantom_mass.sizes() != torch::IntArrayRef({batch, heads_, keys}))
     throw UsageError("survey: phantom mass must be (B, H, T)");
+  const bool windowed = window > 0 && window < length;
+  if (windowed && (extra > 0 || window <= sink))
+    throw UsageError("survey: a sliding window of " + std::to_string(window) + " needs more than the " +
+                     std::to_string(sink) + " sink positions and no sink token");
   const int64_t first = extra + sink, rest = length - sink;  // key index of the first pool key; pool size per block
   auto& slot = layers_[static_cast<size_t>(layer)];
   if (slot.received.defined() && slot.received.size(2) != rest)
@@ -100,7 +122,8 @@ void IncidenceAccumulator::add(int64_t layer, const torch::Tensor& weights, cons
                      std::to_string(slot.received.size(2) + sink) + " in one survey");
 
   const auto rows = weights.narrow(2, first, rest);                           // (B, H, T-S, E+T): queries i >= S
-  auto sink_rows = rows.narrow(3, 0, first).sum({3}, false, torch::kFloat64);  // (B, H, T-S)
+  const auto windowed_sums = windowed ? window_sums(weights, window, sink) : std::pair<torch::Tensor, torch::Tensor>{};
+  auto sink_rows = windowed ? windowed_sums.first : rows.narrow(3, 0, first).sum({3}, false, torch::kFloat64);  // (B, H, T-S)
   auto zero_rows = extra > 0 ? rows.narrow(3, 0, extra).sum({3}, false, torch::kFloat64)
                              : torch::zeros_like(sink_rows);
   if (phantom_mass.defined()) {
@@ -126,7 +149,8 @@ void IncidenceAccumulator::add(int64_t layer, const torch::Tensor& weights, cons
     slot.read_norms = norms;
   }
   // m_bj: the mass each pool key receives from all queries (only queries i >= j >= S can see it).
-  slot.received.narrow(0, slot.blocks, batch).copy_(weights.narrow(3, first, rest).sum({2}, false, torch::kFloat64));
+  slot.received.narrow(0, slot.blocks, batch)
+      .copy_(windowed ? windowed_sums.second : weights.narrow(3, first, rest).sum({2}, false, torch::kFloat64));
   slot.read_norms.narrow(0, slot.blocks, batch).copy_(read_norms.narrow(2, first, rest));
   slot.queries += batch * rest;
   slot.blocks += batch;
@@ -210,12 +234,12 @@ std::vector<HeadIncidence> survey_model(const PretrainedModel& model, const torc
   for (int64_t start = 0; start < blocks.size(0); start += options.batch) {
     const auto batch = blocks.narrow(0, start, std::min(options.batch, blocks.size(0) - start));
     model.hidden(batch, [&](int64_t layer, const AttentionTelemetry& t) {
-      survey.add(layer, t.weights, t.read_norms, t.phantom_mass, 0);
+      survey.add(layer, t.weights, t.read_norms, t.phantom_mass, 0, config.windows.empty() ? 0 : config.windows[static_cast<size_t>(layer)]);
     });
     log::debug("survey: " + model.folder() + ": blocks " + std::to_string(start + batch.size(0)) + "/" +
                std::to_string(blocks.size(0)));
   }
-  return survey.finish(/*zero_option=*/false);
+  return survey.finish(/*zero_option=*/config.sinks);
 }
 
 std::vector<HeadIncidence> survey_model(GPTImpl& model, const torch::Tensor& blocks, const SurveyOptions& options) {
@@ -251,7 +275,7 @@ std::vector<HeadIncidence> survey_model(GPTImpl& model, const torch::Tensor& blo
 
 ResultTable survey_table() {
   ResultTable table;
-  for (const char* name : {"model", "family", "arm"}) table.add_column(name, Role::key, ColumnType::string);
+  for (const char* name : {"model", "family", "arm", "attention"}) table.add_column(name, Role::key, ColumnType::string);
   for (const char* name : {"params_m", "layers", "heads"}) table.add_column(name, Role::key, ColumnType::int64);
   table.add_column("scope", Role::key, ColumnType::string);
   table.add_column("layer", Role::key, ColumnType::int64);
@@ -294,14 +318,14 @@ void append_survey(ResultTable& table, const SurveyedModel& model, const std::ve
   for (const auto& h : heads) {
     const auto values = values_of(h);
     for (size_t s = 0; s < names.size(); ++s) {
-      table.append_row({model.name, model.family, model.arm, params_m, model.layers, model.heads, "head", h.layer, h.head,
+      table.append_row({model.name, model.family, model.arm, model.attention, params_m, model.layers, model.heads, "head", h.layer, h.head,
                         names[s], values[s]});
       columns[s].push_back(values[s]);
     }
   }
   for (size_t s = 0; s < names.size(); ++s) {
     const double summary = names[s] == "r0_ratio" ? finite_median(columns[s]) : finite_mean(columns[s]);
-    table.append_row({model.name, model.family, model.arm, params_m, model.layers, model.heads, "model", -1, -1, names[s],
+    table.append_row({model.name, model.family, model.arm, model.attention, params_m, model.layers, model.heads, "model", -1, -1, names[s],
                       summary});
   }
 }
@@ -326,7 +350,9 @@ void survey_checkpoint(const std::string& path, const std::string& text, const S
     info.parameters = pretrained.parameter_count();
     info.layers = c.n_layer;
     info.heads = c.n_head;
-    log::info("sg-survey: " + name + ": " + c.model_type() + ", " + std::to_string(c.n_layer) + " layers × " +
+    info.attention = c.attention_kind();
+    info.zero_option = c.sinks;
+    log::info("sg-survey: " + name + ": " + c.model_type() + " (" + info.attention + "), " + std::to_string(c.n_layer) + " layers × " +
               std::to_string(c.n_head) + " heads, " + std::to_string(info.parameters) + " parameters");
     heads = survey_model(pretrained, blocks, run.statistics);
   } else {

@@ -24,7 +24,8 @@
 //                       + sum_{j<S} a_ij): the mass not available to ordinary reads.
 //   position0 mass      mean over queries i >= S of a_i0 (App. G's "first key position").
 //   zero-option mass    mean over queries i >= S of the phantom or sink-token mass (sinkgate
-//                       models with a zero option only).
+//                       models with a zero option; gpt-oss, whose learned per-head sink logit is
+//                       a phantom: its share 1 - sum_j a_ij).
 //   r0 ratio            mean over blocks of r_0 / mean over the pool of r_j (the position-zero read
 //                       relative to an ordinary, non-sink read; r_0 is text position 0, also for a
 //                       sink-token model).
@@ -37,6 +38,12 @@
 //   content share@q     sum_{Q_q} m r / sum_P m r: the share of the effective contribution
 //                       a_ij |v_j| (Kobayashi et al. 2020) of non-sink reads that flows through the
 //                       quiet band (|v_j| = sqrt(d) r_j; the constant cancels). Not divided by q/100.
+// Grouped-query attention: query head h reads the values of its key/value head h / (H / Hkv), so
+// r_j is that key/value head's norm; every statistic is per query head. Sliding windows (a layer
+// whose query i sees keys j with i - W < j <= i): query i's sink is the first S keys of its window,
+// positions start_i .. start_i + S - 1 with start_i = max(0, i - W + 1), which is 0 .. S - 1 while
+// i < W (so full attention is the case W >= T); m_bj counts only the queries for which j is not in
+// their sink; position0 mass stays the mass on text position 0 (zero for a query past the window).
 // Mass sums are ratios of totals (each query's row weighted by its non-sink mass), not means of
 // per-row ratios.
 //
@@ -46,7 +53,8 @@
 // left out of a summary.
 //
 // Result table (lib/SCHEMA.md), long form, one value per row:
-//   keys   model (name), family (gpt2 | gpt_neox | sinkgate), arm (baseline for pretrained models),
+//   keys   model (name), family (a model_type of families.h, or sinkgate), arm (baseline for
+//          pretrained models), attention (mha | gqa, +window, +sinks: PretrainedConfig::attention_kind),
 //          params_m (parameters in millions, rounded), layers, heads,
 //          scope (head | model), layer, head (-1 on model rows), statistic
 //   value  value
@@ -98,9 +106,10 @@ class IncidenceAccumulator {
   /// weights (B, H, E+T, E+T) on the real keys, rows summing to 1 - phantom mass;
   /// read_norms (B, H, E+T); phantom_mass (B, H, E+T) or undefined; E = extra_positions
   /// prepended before the text (1 for a sink token, else 0). Throws UsageError on shapes that do
-  /// not fit or T <= sink_positions.
+  /// not fit or T <= sink_positions. window > 0: a sliding-window layer whose query i sees keys
+  /// j > i - window (the file comment); it must exceed sink_positions, with no sink token.
   void add(int64_t layer, const torch::Tensor& weights, const torch::Tensor& read_norms,
-           const torch::Tensor& phantom_mass, int64_t extra_positions = 0);
+           const torch::Tensor& phantom_mass, int64_t extra_positions = 0, int64_t window = 0);
 
   /// The statistics of every head (layer-major), as the file comment defines them; a layer that
   /// received nothing gives NaNs. zero_option_mass is NaN unless `zero_option`.
@@ -140,6 +149,7 @@ std::vector<HeadIncidence> survey_model(GPTImpl& model, const torch::Tensor& blo
 /// The identity of a surveyed model (the key columns of its rows).
 struct SurveyedModel {
   std::string name, family, arm;
+  std::string attention = "mha";  // PretrainedConfig::attention_kind(): mha, gqa, +window, +sinks
   int64_t parameters = 0, layers = 0, heads = 0;
   bool zero_option = false;  // has a phantom or a sink token: write zero_option_mass
 };

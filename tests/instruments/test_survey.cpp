@@ -309,7 +309,7 @@ TEST_CASE("survey: the result table holds every head and the Table 12 summaries"
     heads.push_back(h);
   }
   auto table = sg::survey_table();
-  sg::SurveyedModel model{"gpt2", "gpt2", "baseline", 124439808, 2, 2, false};
+  sg::SurveyedModel model{"gpt2", "gpt2", "baseline", "mha", 124439808, 2, 2, false};
   sg::append_survey(table, model, heads, options);
   const auto names = sg::statistic_names(options, false);
   CHECK(table.rows() == (heads.size() + 1) * names.size());
