@@ -35,14 +35,19 @@ Definitions (docs/beyond.md, "Stability"):
   at every smaller rate of the grid too. Every seed must agree, and a rate above an unstable one
   never counts, so no single lucky (or unlucky) seed decides it.
 
-A claim that does not hold is a finding, not an error: the exit status is 0 either way (2 on bad
-input, naming the file).
+Claims (a), (b), (c) and (e) compare seed pairs by pipelines/claim_rule.py: each holds only when
+every seed pair agrees in sign and the mean paired difference exceeds its threshold by more than
+two standard errors of the paired differences; otherwise it is "not shown", printed with the mean,
+the SE, the pairs and how many agree. A claim not shown is a finding, not an error: the exit status
+is 0 either way (2 on bad input, naming the file).
 """
 import csv
 import math
 import os
 import statistics
 import sys
+
+from claim_rule import exceeds, mean_se, verdict
 
 SPIKE_WINDOW = 25
 SPIKE_NATS = 0.5
@@ -186,15 +191,6 @@ def summarise(curves, val, repetitive, sinks):
     return records
 
 
-def mean_se(values):
-    values = [v for v in values if finite(v)]
-    if not values:
-        return math.nan, math.nan
-    m = sum(values) / len(values)
-    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
-    return m, se
-
-
 class Grid:
     """The records by arm and rate, with each arm's stable seeds and largest stable rate."""
 
@@ -237,12 +233,10 @@ class Grid:
         return found
 
     def paired(self, arm, ref, lr, key="val_loss"):
-        """(mean, se, n, every pair lower) of arm − ref over seeds shared at one rate."""
+        """The differences arm − ref, one per seed both ran at one rate (finite values only)."""
         ours = {r["seed"]: r[key] for r in self.cell(arm, lr)}
         theirs = {r["seed"]: r[key] for r in self.cell(ref, lr)}
-        diffs = [ours[s] - theirs[s] for s in sorted(ours) if s in theirs and finite(ours[s]) and finite(theirs[s])]
-        m, se = mean_se(diffs)
-        return m, se, len(diffs), bool(diffs) and all(d < 0 for d in diffs)
+        return [ours[s] - theirs[s] for s in sorted(ours) if s in theirs and finite(ours[s]) and finite(theirs[s])]
 
 
 def fmt(x, digits=4):
@@ -309,14 +303,15 @@ def claims(grid):
     """The claims as Markdown lines."""
     out = []
 
-    def claim(text, holds, evidence):
-        verdict = "untested" if holds is None else ("holds" if holds else "does NOT hold")
-        out.append(f"- {text}: **{verdict}** — {evidence}")
+    def claim(text, evidence, numbers):
+        """evidence: claim_rule Evidence, a bool (a rule's evidence with a further condition), or None (untested)."""
+        out.append(f"- {text}: **{verdict(evidence)}** — {numbers}")
 
     seeds = sorted({r["seed"] for r in grid.records})
     out.append(f"Rates {', '.join(fmt_lr(lr) for lr in grid.lrs)}; seeds {', '.join(map(str, seeds))}; "
                f"stable: every seed not diverged and, above the arm's best rate, within {STABLE_MARGIN:g} nat of its best mean loss, "
-               f"at that rate and every smaller one.")
+               f"at that rate and every smaller one. A comparison holds only when every seed pair agrees in sign and the mean "
+               f"paired difference exceeds its threshold by more than two standard errors; otherwise it is not shown.")
     out.append("")
     base = grid.largest_stable("baseline") if "baseline" in grid.arms else None
 
@@ -329,71 +324,85 @@ def claims(grid):
         for arm in present:
             ours = grid.largest_stable(arm)
             beyond = [lr for lr in grid.lrs if lr > base and grid.cell(arm, lr) and grid.cell("baseline", lr)]
-            m, se, n, _ = grid.paired(arm, "baseline", base)
+            m, se = mean_se(grid.paired(arm, "baseline", base))
+            n = len(grid.paired(arm, "baseline", base))
             evidence = (f"largest stable rate {fmt_lr(ours)} against the baseline's {fmt_lr(base)}; at the baseline's, "
                         f"{arm} − baseline {fmt(m)} ± {fmt(se)} nats ({n} seed pairs)")
             if not beyond:
                 claim(f"{text} ({arm})", None, evidence + "; the grid has no rate above the baseline's largest stable one")
                 continue
             nxt = beyond[0]
-            m2, se2, n2, all_lower = grid.paired(arm, "baseline", nxt)
-            holds = ours is not None and ours > base and all_lower
-            claim(f"{text} ({arm})", holds,
-                  evidence + f"; at {fmt_lr(nxt)}, {arm} − baseline {fmt(m2)} ± {fmt(se2)} ({n2} pairs, "
-                  f"{'every pair lower' if all_lower else 'not every pair lower'})")
+            # The claim predicts the arm lower than the baseline: baseline − arm above zero.
+            lower = exceeds([-d for d in grid.paired(arm, "baseline", nxt)])
+            claim(f"{text} ({arm})", ours is not None and ours > base and lower.holds,
+                  evidence + f"; at {fmt_lr(nxt)}, baseline − {arm}: {lower.text()}")
 
     tolerates("(a) the output gate tolerates a larger rate than the baseline", ["outgate", "sinklogit+outgate"])
     tolerates("(b) a zero option tolerates a larger rate than the baseline", ["sinklogit", "offbyone"])
 
-    # (c) At every rate where some arms' runs stay stable and others' do not, the stable runs' largest
-    # attention logit (and activation) is below the unstable runs'.
+    # (c) At every rate where some runs stay stable and others do not, the stable runs' largest
+    # attention logit (and activation) is below the unstable runs'. Paired by seed: at each such rate,
+    # each seed with runs of both kinds gives one difference, the median of its unstable runs minus
+    # the median of its stable runs.
     for key, label in (("max_attention_logit", "attention logits"), ("max_activation", "residual activations")):
+        text = f"(c) runs that stay stable keep smaller {label}"
         if not any(finite(r[key]) for arm in grid.arms for lr in grid.lrs for r in grid.cell(arm, lr)):
-            claim(f"(c) runs that stay stable keep smaller {label}", None,
-                  f"not recorded: no run measured its {label} (train with --set telemetry=1, as make stability does)")
+            claim(text, None, f"not recorded: no run measured its {label} (train with --set telemetry=1, as make stability does)")
             continue
-        split = []
+        split, differences = [], []
         for lr in grid.lrs:
             runs = [r for arm in grid.arms for r in grid.cell(arm, lr) if finite(r[key])]
             stable = [r[key] for r in runs if r["stable"]]
             unstable = [r[key] for r in runs if not r["stable"]]
             if stable and unstable:
                 split.append((lr, statistics.median(stable), statistics.median(unstable), len(stable), len(unstable)))
+                for seed in sorted({r["seed"] for r in runs}):
+                    s = [r[key] for r in runs if r["seed"] == seed and r["stable"]]
+                    u = [r[key] for r in runs if r["seed"] == seed and not r["stable"]]
+                    if s and u:
+                        differences.append(statistics.median(u) - statistics.median(s))
         if not split:
-            claim(f"(c) runs that stay stable keep smaller {label}", None, "no rate of the grid has both stable and unstable runs")
+            claim(text, None, "no rate of the grid has both stable and unstable runs")
             continue
-        holds = all(s < u for _, s, u, _, _ in split)
-        claim(f"(c) runs that stay stable keep smaller {label}", holds,
+        claim(text, exceeds(differences),
               "median over runs, stable against unstable: " + "; ".join(
-                  f"lr {fmt_lr(lr)} {fmt(s, 2)} ({ns}) vs {fmt(u, 2)} ({nu})" for lr, s, u, ns, nu in split))
+                  f"lr {fmt_lr(lr)} {fmt(s, 2)} ({ns}) vs {fmt(u, 2)} ({nu})" for lr, s, u, ns, nu in split) +
+              "; unstable − stable within each seed and rate: " + exceeds(differences).text(2))
 
     # (d) The largest stable rate of each arm.
     out.append("- (d) largest stable rate of each arm: " + ", ".join(
         f"{arm} {fmt_lr(grid.largest_stable(arm))}" for arm in grid.arms))
 
     # (e) Ordinary batches against the repetitive-context set: the advantage of the arms with a zero
-    # option or an output gate over those with neither, at each rate.
+    # option or an output gate over those with neither, at the largest rate. Paired by seed: each
+    # seed's advantage (neither's mean minus either's mean over its arms) on the repetitive set
+    # minus the same on the ordinary batches, which the claim predicts above 0.1 nat.
     with_arms = [a for a in grid.arms if a in ZERO_OR_OUTGATE]
     without = [a for a in grid.arms if a in NEITHER]
     have_rep = any(finite(r["repetitive_loss"]) for r in grid.records)
+    text = ("(e) at the largest rate, the advantage of a zero option or output gate is larger on repetitive context "
+            "than on ordinary batches (by more than 0.1 nat)")
     if not with_arms or not without or not have_rep:
-        claim("(e) the advantage of a zero option or output gate is larger on repetitive context than on ordinary batches",
-              None, "needs arms of both groups and the repetitive-context set")
-    else:
-        gaps = []
-        for lr in grid.lrs:
-            def group(arms, key):
-                return mean_se([r[key] for a in arms for r in grid.cell(a, lr)])[0]
-            ordinary = group(without, "val_loss") - group(with_arms, "val_loss")
-            repetitive = group(without, "repetitive_loss") - group(with_arms, "repetitive_loss")
-            if finite(ordinary) and finite(repetitive):
-                gaps.append((lr, ordinary, repetitive))
-        top = gaps[-1] if gaps else None
-        holds = None if top is None else (top[2] > top[1] + 0.1)
-        claim("(e) at the largest rate, the advantage of a zero option or output gate is larger on repetitive context "
-              "than on ordinary batches (by more than 0.1 nat)", holds,
-              f"neither ({', '.join(without)}) minus either ({', '.join(with_arms)}), mean over runs, ordinary / repetitive: " +
-              "; ".join(f"lr {fmt_lr(lr)} {fmt(o, 3)} / {fmt(r, 3)}" for lr, o, r in gaps))
+        claim(text, None, "needs arms of both groups and the repetitive-context set")
+        return out
+
+    def advantage(lr, key, seed=None):
+        def group(arms):
+            return mean_se([r[key] for a in arms for r in grid.cell(a, lr) if seed is None or r["seed"] == seed])[0]
+        return group(without) - group(with_arms)
+
+    gaps = [(lr, advantage(lr, "val_loss"), advantage(lr, "repetitive_loss")) for lr in grid.lrs]
+    gaps = [(lr, o, r) for lr, o, r in gaps if finite(o) and finite(r)]
+    if not gaps:
+        claim(text, None, "no rate has finite losses of both groups on both sets")
+        return out
+    top = gaps[-1][0]
+    differences = [advantage(top, "repetitive_loss", seed) - advantage(top, "val_loss", seed) for seed in seeds]
+    evidence = exceeds(differences, threshold=0.1)
+    claim(text, evidence,
+          f"neither ({', '.join(without)}) minus either ({', '.join(with_arms)}), mean over runs, ordinary / repetitive: " +
+          "; ".join(f"lr {fmt_lr(lr)} {fmt(o, 3)} / {fmt(r, 3)}" for lr, o, r in gaps) +
+          f"; at lr {fmt_lr(top)}, repetitive − ordinary advantage per seed: {evidence.text(3)}")
     return out
 
 

@@ -15,7 +15,7 @@
 #   fig3-summary.tsv            mean and standard error over seeds (the plotted numbers)
 #   fig3.png                    the figure
 #   fig3-claims.md              the paper's claims about Figure 3 that the grid tests, with their
-#                               numbers and whether each holds (pipelines/toy_claims.py)
+#                               numbers and whether each holds by its seed pairs (pipelines/toy_claims.py)
 #
 # Beyond the paper (docs/beyond.md): the same task with the key gate and the output gate of Qiu et
 # al., both conditions, the quick profile's loads and seeds, in $(TOY_BEYOND_DIR):
@@ -73,7 +73,7 @@ $(TOY_DIR)/fig3.png $(TOY_DIR)/fig3-summary.tsv &: $(TOY_DIR)/fig3.tsv $(TOY_PIP
 	gnuplot -e "data='$<'; output='$(TOY_DIR)/fig3.png'; summary='$(TOY_DIR)/fig3-summary.tsv'; seed_names='$(TOY_SEEDS)'" \
 	    $(TOY_PIPELINES)/fig3.gp
 
-$(TOY_DIR)/fig3-claims.md: $(TOY_DIR)/fig3-summary.tsv $(TOY_PIPELINES)/toy_claims.py
+$(TOY_DIR)/fig3-claims.md: $(TOY_DIR)/fig3.tsv $(TOY_PIPELINES)/toy_claims.py $(TOY_PIPELINES)/claim_rule.py
 	python3 $(TOY_PIPELINES)/toy_claims.py $< > $@.tmp && mv $@.tmp $@
 
 # Beyond the paper: the key gate and the output gate on the same task (docs/beyond.md).
@@ -93,5 +93,5 @@ $(TOY_BEYOND_DIR)/fig3-beyond.png $(TOY_BEYOND_DIR)/fig3-beyond-summary.tsv &: $
 	gnuplot -e "data='$<'; output='$(TOY_BEYOND_DIR)/fig3-beyond.png'; summary='$(TOY_BEYOND_DIR)/fig3-beyond-summary.tsv'; seed_names='$(TOY_BEYOND_SEEDS)'; arms_caption=1" \
 	    $(TOY_PIPELINES)/fig3.gp
 
-$(TOY_BEYOND_DIR)/fig3-beyond-claims.md: $(TOY_BEYOND_DIR)/fig3-beyond-summary.tsv $(TOY_PIPELINES)/toy_claims.py
+$(TOY_BEYOND_DIR)/fig3-beyond-claims.md: $(TOY_BEYOND_DIR)/fig3-beyond.tsv $(TOY_PIPELINES)/toy_claims.py $(TOY_PIPELINES)/claim_rule.py
 	python3 $(TOY_PIPELINES)/toy_claims.py --beyond $< > $@.tmp && mv $@.tmp $@

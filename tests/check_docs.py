@@ -18,6 +18,11 @@ Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
     that row's time, exactly or rounded to whole minutes; and a line that speaks of the main job
     or the test suite may quote a time only inside such a link;
   - CHANGELOG.md has at most one section of each kind (Added, Changed, …) per release;
+  - every variable the make files set with `?=` (Makefile.experiments, pipelines/*.mk) is named
+    in docs/make.md, in backticks, by itself or by a family `PREFIX_<tier>` / `PREFIX_*`;
+  - every `sh` code block that writes a file with `-o PATH` into a folder creates that folder
+    first (`mkdir -p` of it or a folder under it, earlier in the block) or writes into a folder
+    the source tree has (build/ counts), since the tools refuse a missing folder;
   - docs/gpu.md's account of what has been verified on a GPU names every commit of the log's
     newest GPU rows (the "gpu_check.sh" table's newest date, the "Training throughput" run), so
     that a new GPU measurement cannot be logged without the page saying what it verified.
@@ -279,11 +284,78 @@ def check_gpu_status(root, problems):
     return len(commits)
 
 
+MAKE_VARIABLE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*\?=")
+QUOTED_VARIABLE = re.compile(r"`([A-Z][A-Z0-9_]*)(<[a-z]+>|\*)?`")
+
+
+def check_make_variables(root, problems):
+    """Every `NAME ?=` of the make files is named in docs/make.md; returns how many were checked."""
+    files = ["Makefile.experiments"] + sorted(
+        os.path.join("pipelines", name) for name in os.listdir(os.path.join(root, "pipelines")) if name.endswith(".mk"))
+    variables = {}
+    for name in files:
+        path = os.path.join(root, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                match = MAKE_VARIABLE.match(line)
+                if match:
+                    variables.setdefault(match.group(1), name)
+    with open(os.path.join(root, "docs", "make.md"), encoding="utf-8") as f:
+        page = f.read()
+    named = {m.group(1) for m in QUOTED_VARIABLE.finditer(page) if not m.group(2)}
+    families = {m.group(1) for m in QUOTED_VARIABLE.finditer(page) if m.group(2)}
+    for variable, where in variables.items():
+        if variable not in named and not any(variable.startswith(f) and variable != f for f in families):
+            problems.append(f"docs/make.md: the variable {variable} ({where}) is not in its table")
+    return len(variables)
+
+
+SH_FENCE = re.compile(r"^\s*```(sh|bash|shell)\s*$")
+OUTPUT = re.compile(r"(?:^|\s)(?:-o|--output)[ =]([^\s;|&)]+)")
+MKDIR = re.compile(r"\bmkdir\s+-p\s+([^;|&]+)")
+
+
+def check_output_folders(root, page, text, problems):
+    """Each sh block's `-o DIR/FILE` has DIR made earlier in the block or present in the tree."""
+    writes = 0
+    inside, made, lines = False, set(), text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if not inside:
+            inside = bool(SH_FENCE.match(line))
+            made = set()
+            continue
+        if FENCE.match(line):
+            inside = False
+            continue
+        command = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
+        for match in MKDIR.finditer(command):
+            for folder in match.group(1).split():
+                folder = folder.strip("'\"").rstrip("/")
+                while folder and folder != ".":
+                    made.add(folder)
+                    folder = os.path.dirname(folder)
+        for match in OUTPUT.finditer(command):
+            target = match.group(1).strip("'\"")
+            folder = os.path.dirname(target.rstrip("/"))
+            if target == "-" or not folder or "$" in target or target.startswith(("/tmp", "~", "<")):
+                continue
+            writes += 1
+            top = folder.split("/")[0]
+            if folder in made or os.path.isdir(os.path.join(root, folder)) or top == "build":
+                continue
+            problems.append(f"{page}:{number}: writes {target} into {folder}/, which the block does not create "
+                            f"(add mkdir -p {folder} before it): the tools refuse a missing folder")
+    return writes
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
     total = 0
     quotes = 0
+    writes = 0
     newest = log_times(root, problems)
     checked_pages = pages(root)
     if "README.md" not in checked_pages:
@@ -305,6 +377,8 @@ def main():
             quotes += check_times(page, text, newest, problems)
         if page == "CHANGELOG.md":
             check_changelog(text, problems)
+        else:
+            writes += check_output_folders(root, page, text, problems)
         print(f"check_docs: {page}: {size:,} bytes, {links} relative links")
     readme = os.path.join(root, "README.md")
     if os.path.isfile(readme):
@@ -316,6 +390,8 @@ def main():
         for command in README_COMMANDS:
             if command not in text:
                 problems.append(f"README.md: the command CI runs is missing or changed: {command}")
+    variables = check_make_variables(root, problems)
+    print(f"check_docs: docs/make.md names all {variables} variables of the make files; {writes} `-o` writes in sh blocks")
     gpu_commits = check_gpu_status(root, problems)
     print(f"check_docs: {GPU_PAGE}: the log's newest GPU measurements ran {gpu_commits} commit(s)")
     for anchor, seconds in newest.items():

@@ -21,7 +21,17 @@ The grid: baseline, sinklogit and outgate at peak rates 6e-4, 2.4e-3 and 9.6e-3,
 - baseline lr 0.0024 seed 0 has one spike: loss 6.0 (+-0.01) for 40 steps but 8.0 at steps 30-31
   (one excursion: 1 spike, first at step 30); no other run has one;
 - repetitive set at 0.0096: baseline 15.3/15.1, every other run 5.0 -> neither minus either:
-  ordinary 11.75 - (7.0 + 11.2 + 5.5 + 5.6)/4 = 4.425, repetitive 15.2 - 5.0 = 10.2: (e) holds.
+  ordinary 11.75 - (7.0 + 11.2 + 5.5 + 5.6)/4 = 4.425, repetitive 15.2 - 5.0 = 10.2; per seed the
+  ordinary advantage is 12.0 - 6.25 = 5.75 and 11.5 - 8.4 = 3.1, the repetitive one 10.3 and 10.1,
+  so repetitive - ordinary is 4.55 and 7.0 (mean 5.775, SE 1.225, both above zero, 5.675 above
+  the 0.1 threshold against 2 SE = 2.45): (e) holds.
+- (e) on noise, the repetitive baseline at 0.0096 changed: 10.76/8.35 -> per seed 0.01 and 0.25,
+  mean 0.13 (the 0.13 nat over a 0.1 threshold that a comparison of means passes), SE 0.12: both
+  pairs agree but 0.03 is not two SE (0.24): not shown. 11.05/8.06 -> 0.30 and -0.04: mean 0.13,
+  one pair of two disagrees: not shown.
+- (a) and (b) at 0.0096, baseline - arm per seed: outgate 6.5, 5.9 (mean 6.2, SE 0.3): holds;
+  sinklogit 5.0, 0.3 (mean 2.65, SE 2.35): both agree but 2.65 < 4.7, and its largest stable rate
+  is the baseline's: not shown.
 Plus: a non-finite training loss is a divergence; bad input is exit 2 naming the file.
 """
 import csv
@@ -39,7 +49,7 @@ VAL = {  # (arm, factor): (seed 0, seed 1)
 UNSTABLE = {("baseline", "16", 0), ("baseline", "16", 1), ("sinklogit", "16", 1)}
 
 
-def write_tables(folder, nonfinite=False):
+def write_tables(folder, nonfinite=False, repetitive=(15.3, 15.1)):
     with open(os.path.join(folder, "curves.tsv"), "w") as f:
         f.write("# run\ttier\tarm\tseed\tseries\tstep\tvalue\n")
         for (arm, factor), seeds in VAL.items():
@@ -60,7 +70,7 @@ def write_tables(folder, nonfinite=False):
                         f.write(f"{name}\ttiny\t{arm}\t{seed}\t{series}\t{step}\t{value!r}\n")
     for name, value in (("val.csv", lambda arm, factor, seed: VAL[(arm, factor)][seed]),
                         ("repetitive.csv", lambda arm, factor, seed:
-                         (15.3, 15.1)[seed] if (arm, factor) == ("baseline", "16") else 5.0)):
+                         repetitive[seed] if (arm, factor) == ("baseline", "16") else 5.0)):
         with open(os.path.join(folder, name), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["tier", "arm", "seed", "run", "lr_factor", "val_loss", "val_batches"])
@@ -100,17 +110,37 @@ def main():
         out = result.stdout
         expect(out, "(a) the output gate tolerates a larger rate than the baseline (outgate): **holds** — largest stable rate "
                     "0.0096 against the baseline's 0.0024; at the baseline's, outgate − baseline -0.1000 ± 0.0000 nats (2 seed pairs); "
-                    "at 0.0096, outgate − baseline -6.2000 ± 0.3000 (2 pairs, every pair lower)", "claim (a)")
-        expect(out, "(b) a zero option tolerates a larger rate than the baseline (sinklogit): **does NOT hold** — largest stable "
+                    "at 0.0096, baseline − outgate: mean +6.2000, SE 0.3000 (2 pairs, 2 of 2 agree; threshold 0)", "claim (a)")
+        expect(out, "(b) a zero option tolerates a larger rate than the baseline (sinklogit): **not shown** — largest stable "
                     "rate 0.0024 against the baseline's 0.0024", "claim (b)")
+        expect(out, "at 0.0096, baseline − sinklogit: mean +2.6500, SE 2.3500 (2 pairs, 2 of 2 agree; threshold 0)", "claim (b)'s pairs")
         expect(out, "(c) runs that stay stable keep smaller attention logits: **holds** — median over runs, stable against "
-                    "unstable: lr 0.0096 3.50 (2) vs 22.50 (4)", "claim (c), logits")
-        expect(out, "(c) runs that stay stable keep smaller residual activations: **does NOT hold** — median over runs, stable "
-                    "against unstable: lr 0.0096 50.00 (2) vs 30.00 (4)", "claim (c), activations")
+                    "unstable: lr 0.0096 3.50 (2) vs 22.50 (4); unstable − stable within each seed and rate: mean +14.75, SE 6.25 "
+                    "(2 pairs, 2 of 2 agree; threshold 0)", "claim (c), logits")
+        expect(out, "(c) runs that stay stable keep smaller residual activations: **not shown** — median over runs, stable "
+                    "against unstable: lr 0.0096 50.00 (2) vs 30.00 (4); unstable − stable within each seed and rate: "
+                    "mean -15.00, SE 5.00 (2 pairs, 0 of 2 agree", "claim (c), activations")
         expect(out, "(d) largest stable rate of each arm: baseline 0.0024, sinklogit 0.0024, outgate 0.0096", "claim (d)")
         expect(out, "(e) at the largest rate", "claim (e)")
         expect(out, "lr 0.0096 4.425 / 10.200", "claim (e)'s gaps")
         expect(out, "**holds** — neither (baseline)", "claim (e)'s verdict")
+        expect(out, "repetitive − ordinary advantage per seed: mean +5.775, SE 1.225 (2 pairs, 2 of 2 agree; threshold 0.1)",
+               "claim (e)'s pairs")
+        if "does NOT hold" in out:
+            print(f"FAIL: a verdict other than holds / not shown / untested:\n{out}")
+            return 1
+
+        # (e) on noise: a 0.13-nat mean over the 0.1 threshold inside its standard error, then with
+        # one seed pair of two disagreeing: not shown either way, each with its numbers.
+        for repetitive, numbers, what in (((10.76, 8.35), "mean +0.130, SE 0.120 (2 pairs, 2 of 2 agree; threshold 0.1)",
+                                           "noise only"),
+                                          ((11.05, 8.06), "mean +0.130, SE 0.170 (2 pairs, 1 of 2 agree; threshold 0.1)",
+                                           "one pair disagrees")):
+            write_tables(folder, repetitive=repetitive)
+            out = run(script, folder).stdout
+            expect(out, "by more than 0.1 nat): **not shown** — neither (baseline)", f"claim (e), {what}")
+            expect(out, numbers, f"claim (e)'s numbers, {what}")
+        write_tables(folder)
         with open(os.path.join(folder, "out", "stability.md")) as f:
             table = f.read()
         expect(table, "| baseline | 5.100 ± 0.100 | 5.200 ± 0.100 | 11.750 ± 0.250 (2/2 diverged) | 0.0024 |", "the Markdown table")

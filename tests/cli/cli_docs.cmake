@@ -3,8 +3,9 @@
 # 1. tests/check_docs.py: every relative link resolves (to a heading where it names one), the
 #    README stays within 25 KB and keeps the two commands CI runs, no docs page but the
 #    measurements log is over 15 KB, the main job's and the test suite's times quoted anywhere
-#    agree with the log's newest rows, CHANGELOG.md has one section of each kind per release, and
-#    no page cites an issue number. Plain Python 3; it needs no build, so it is registered in a
+#    agree with the log's newest rows, CHANGELOG.md has one section of each kind per release, every
+#    make variable is in docs/make.md's table, every sh block's `-o DIR/FILE` has DIR made first,
+#    and no page cites an issue number. Plain Python 3; it needs no build, so it is registered in a
 #    core-only build too.
 # 2. The code blocks marked <!-- runnable --> run as written: one test per page that has them.
 #    Each block is extracted and run by bash (-euo pipefail), in order, in a scratch folder of the

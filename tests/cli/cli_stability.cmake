@@ -6,6 +6,11 @@ if(SG_STABILITY_PYTHON)
            COMMAND ${SG_STABILITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/stability_claims.py ${CMAKE_SOURCE_DIR}/pipelines/stability.py)
   set_tests_properties("stability claims: each claim with its numbers from hand-made tables, failing ones marked" PROPERTIES
     PASS_REGULAR_EXPRESSION "stability claims: ok")
+  # The one rule every claim printer uses (pipelines/claim_rule.py): noise, one disagreeing pair, a true effect.
+  add_test(NAME "claims rule: holds only when every seed pair agrees and the mean clears its threshold by two SE"
+           COMMAND ${SG_STABILITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/claim_rule.py ${CMAKE_SOURCE_DIR}/pipelines/claim_rule.py)
+  set_tests_properties("claims rule: holds only when every seed pair agrees and the mean clears its threshold by two SE" PROPERTIES
+    PASS_REGULAR_EXPRESSION "claim rule: ok")
 endif()
 if(NOT SG_WITH_TORCH)
   return()
@@ -34,4 +39,4 @@ STABILITY_FLAGS='--set iterations=4 --set warmup=1 --set eval_interval=4 --set e
 PROBE_FLAGS='--batches 2' | tail -n 30; head -c 4 ${SG_STABILITY_WORK}/run/stability/stability.png | od -An -c | tr -d ' \\n'; echo")
 set_tests_properties("make: stability trains a tiny grid, scores it on both sets and prints the claims and the figure" PROPERTIES
   FIXTURES_REQUIRED sg_tokens
-  PASS_REGULAR_EXPRESSION "\\| Arm \\| lr 0\\.0006 \\| lr 0\\.0096 \\| largest stable lr \\|.*\\| baseline \\| [0-9.]+ ± [0-9.]+[^|]*\\| [0-9.]+ ± [0-9.]+.*repetitive-context set.*\\(a\\) the output gate tolerates a larger rate than the baseline[^\n]*: \\*\\*(holds|does NOT hold|untested)\\*\\* — .*\\(d\\) largest stable rate of each arm: baseline [0-9.a-z]+, outgate [0-9.a-z]+.*PNG")
+  PASS_REGULAR_EXPRESSION "\\| Arm \\| lr 0\\.0006 \\| lr 0\\.0096 \\| largest stable lr \\|.*\\| baseline \\| [0-9.]+ ± [0-9.]+[^|]*\\| [0-9.]+ ± [0-9.]+.*repetitive-context set.*\\(a\\) the output gate tolerates a larger rate than the baseline[^\n]*: \\*\\*(holds|not shown|untested)\\*\\* — .*\\(d\\) largest stable rate of each arm: baseline [0-9.a-z]+, outgate [0-9.a-z]+.*PNG")
