@@ -169,7 +169,7 @@ TEST_CASE("configure_run refuses every bad value of tests/fixtures/bad_fields.ts
   tiny.tier = "tiny";
   tiny.overrides = {"n_embd=2", "n_head=2", "warmup=200", "lr_min=6e-4"};
   CHECK_NOTHROW(sg::configure_run(tiny));
-  for (const auto& name : sg::tier_names()) CHECK_NOTHROW(sg::configure_run({name}));
+  for (const auto& name : sg::tier_names()) CHECK_NOTHROW(sg::configure_run({name, "baseline", 0, 0, "", {}}));
 }
 
 TEST_CASE("configure_run: the tier, arm and seed, then vocab_size, then the --config file, then --set") {
@@ -185,7 +185,7 @@ TEST_CASE("configure_run: the tier, arm and seed, then vocab_size, then the --co
   CHECK(config.seed == 7);
   CHECK(config.model.vocab_size == 300);  // the file's over the token file's
   CHECK(config.model.n_layer == 5);       // --set over the file
-  CHECK(sg::configure_run({"tiny", "baseline", 0, 500}).model.vocab_size == 500);
+  CHECK(sg::configure_run({"tiny", "baseline", 0, 500, "", {}}).model.vocab_size == 500);
 }
 
 TEST_CASE("configuration files: key = value lines, errors name the file and line") {
