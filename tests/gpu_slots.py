@@ -111,14 +111,19 @@ def check_exclusive(name, records, gpus, per_job):
 
 def killed_job_frees_its_gpu():
     slots = WORK / "kill-slots"
+    slots.mkdir()
     env = dict(os.environ, GPU_SLOT_POLL="0.05")
     holder = subprocess.Popen([str(SLOT), "--gpus", "7", "--slots", str(slots), "--", "sleep", "60"], env=env,
                               stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
     lock = slots / "gpu-7.lock"
-    while time.time() < deadline and subprocess.run(["flock", "-n", str(lock), "true"], stderr=subprocess.DEVNULL).returncode == 0:
+
+    def held():  # flock -n exits 1 when another process holds the lock (not when it cannot open it)
+        return subprocess.run(["flock", "-n", "-E", "75", str(lock), "true"], stderr=subprocess.DEVNULL).returncode == 75
+
+    deadline = time.time() + 20
+    while time.time() < deadline and not held():
         time.sleep(0.05)
-    check(subprocess.run(["flock", "-n", str(lock), "true"], stderr=subprocess.DEVNULL).returncode != 0, "kill: the job never took GPU 7")
+    check(held(), "kill: the job never took GPU 7")
     # While the job lives, a second job waits for the GPU.
     second = subprocess.Popen([str(SLOT), "--gpus", "7", "--slots", str(slots), "--poll", "0.05", "--", "true"],
                               env=env, stderr=subprocess.PIPE, text=True)
