@@ -18,7 +18,9 @@ ifeq ($(GPU_SLOTTED),yes)
     GPUS := $(or $(CUDA_VISIBLE_DEVICES),$(shell nvidia-smi -L 2>/dev/null | sed -n 's/^GPU \([0-9][0-9]*\):.*/\1/p' | paste -sd, -))
   endif
 endif
-GPU_SLOTS ?= $(or $(TMPDIR),/tmp)/sinkgate-gpu-slots-$(shell id -u)
+ifndef GPU_SLOTS
+  GPU_SLOTS := $(or $(TMPDIR),/tmp)/sinkgate-gpu-slots-$(shell id -u)
+endif
 # gpu_job COUNT: the prefix of a job that needs COUNT GPUs at once (LAUNCH's, or a slot's).
 gpu_job = $(strip $(LAUNCH) $(if $(GPU_SLOTTED),$(SG_GPU_ROOT)/gpu_slot.sh --gpus '$(GPUS)' --count $(1) --slots '$(GPU_SLOTS)' --))
 DEVICE_LAUNCH = $(call gpu_job,1)
