@@ -23,9 +23,10 @@ inline constexpr const char* kRunFormat = "sinkgate-run";
 inline constexpr int64_t kRunSchemaVersion = 1;
 
 /// Training curves: one entry per optimizer step, and one per validation estimate. The step's
-/// gradient norm before clipping, largest attention logit and largest residual-stream activation
-/// (over every micro-batch of the step; lib/model/model.h, ActivationMaxima) are NaN in the steps
-/// of runs from versions that did not record them.
+/// gradient norm before clipping is NaN in runs from versions that did not record it; its largest
+/// attention logit and residual-stream activation (over every micro-batch of the step;
+/// lib/train/telemetry.h) are NaN in the steps the field telemetry does not measure, and in runs
+/// from versions that did not record them.
 struct Curves {
   std::vector<int64_t> step;
   std::vector<double> train_loss, lr, tokens_per_second;
