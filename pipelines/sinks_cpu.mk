@@ -41,7 +41,7 @@ $(SINKS_CPU_RUNS): $(SINKS_CPU_DIR)/runs/%.h5: | $(SINKS_CPU_TOKENS)
 	  --seed $(SINKS_CPU_SEED) --set iterations=$(call sinks_cpu_word,1,$*) \
 	  --set warmup=$(shell echo $$(( $(call sinks_cpu_word,1,$*) / 10 ))) \
 	  --set checkpoint_interval=$(call sinks_cpu_word,1,$*) --label steps=$(call sinks_cpu_word,1,$*) \
-	  --device $(DEVICE) --threads 1 --log-level quiet $(SINKS_CPU_FLAGS) -o $(@:.h5=.partial.h5) --force && mv $(@:.h5=.partial.h5) $@
+	  --device $(DEVICE) --threads 1 $(PRECISION_FLAG) --log-level quiet $(SINKS_CPU_FLAGS) -o $(@:.h5=.partial.h5) --force && mv $(@:.h5=.partial.h5) $@
 
 $(SINKS_CPU_PROBES): $(SINKS_CPU_DIR)/probe/%.h5: $(SINKS_CPU_DIR)/runs/%.h5
 	@mkdir -p $(@D)

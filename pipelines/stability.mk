@@ -74,7 +74,7 @@ $(STABILITY_RUNS): $(STABILITY_DIR)/runs/%.h5: | $(TOKENS)
 	    '$$1 == "lr_peak" { peak = $$2 * f } $$1 == "lr_min" { low = $$2 * f } END { printf "--set lr_peak=%.6g --set lr_min=%.6g", peak, low }'); \
 	  $(TRAIN_LAUNCH) $(BIN)/sg-train --tokens $(TOKENS) --tier $(call stability_word,1,$*) --arm $(call stability_word,2,$*) \
 	    --seed $(call stability_word,4,$*) $$rates --set telemetry=1 --label lr_factor=$(call stability_factor,$*) --on-nonfinite stop \
-	    --device $(DEVICE) --threads $(THREADS) --log-level quiet $(STABILITY_FLAGS) -o $(@:.h5=.partial.h5) --force; \
+	    --device $(DEVICE) --threads $(THREADS) $(PRECISION_FLAG) --log-level quiet $(STABILITY_FLAGS) -o $(@:.h5=.partial.h5) --force; \
 	fi && mv $(@:.h5=.partial.h5) $@
 
 $(STABILITY_EVALS): $(STABILITY_DIR)/evals/%.h5: $(STABILITY_DIR)/runs/%.h5 | $(TOKENS)

@@ -57,6 +57,28 @@ inline bool skip_without_corpus() {
   return true;
 }
 
+/// Whether precision "auto" trains in bf16 on this CPU, by the kernel's account rather than sg's
+/// (__builtin_cpu_supports): /proc/cpuinfo lists avx512_bf16 with avx512f, or amx_bf16 with
+/// amx_tile, and SINKGATE_CPU_KERNELS does not cap the kernels at AVX2.
+inline bool cpu_trains_bf16_by_default() {
+  const char* cap = std::getenv("SINKGATE_CPU_KERNELS");
+  if (cap && std::string(cap) == "avx2") return false;
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    bool avx512f = false, avx512_bf16 = false, amx_bf16 = false, amx_tile = false;
+    for (std::string flag; words >> flag;) {
+      avx512f |= flag == "avx512f";
+      avx512_bf16 |= flag == "avx512_bf16";
+      amx_bf16 |= flag == "amx_bf16";
+      amx_tile |= flag == "amx_tile";
+    }
+    return (avx512f && avx512_bf16) || (amx_bf16 && amx_tile);
+  }
+  return false;
+}
+
 /// Removes a folder and everything in it (a missing folder is not an error).
 inline void remove_tree(const std::string& dir) {
   nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,

@@ -289,7 +289,9 @@ void RunConfig::validate() const {
 
 namespace {
 constexpr PrecisionInfo kPrecisionTable[] = {
-    {Precision::automatic, "auto", "", false, "the device's: bf16 on a GPU, float32 on a CPU"},
+    {Precision::automatic, "auto", "", false,
+     "the device's: bf16 on a GPU and on a CPU with bf16 matrix instructions (AVX512-BF16 or AMX-BF16), float32 on "
+     "other CPUs"},
     {Precision::float32, "float32", "fp32", false, "float32 throughout"},
     {Precision::bf16, "bf16", "bfloat16", true,
      "bf16 matrix products with float32 accumulation; float32 master weights, moments, gates, norms and softmax "
@@ -310,15 +312,15 @@ Precision parse_precision(const std::string& text) {
     names.emplace_back(row.name);
   }
   throw UsageError("field 'precision': '" + text + "' is not " + join(names, ", "),
-                   "--precision bf16 trains with bf16 matrix products on a CPU with AVX512-BF16 or AMX; "
-                   "float32 is the CPU's default");
+                   "--precision bf16 trains with bf16 matrix products (on a CPU: AVX512-BF16 or AMX), float32 without; "
+                   "auto chooses bf16 where the device has them");
 }
 
 const char* to_string(Precision precision) { return precisions().at(static_cast<size_t>(precision)).name; }
 
-Precision resolve_precision(Precision precision, bool on_gpu) {
+Precision resolve_precision(Precision precision, bool bf16_units) {
   if (precision != Precision::automatic) return precision;
-  return on_gpu ? Precision::bf16 : Precision::float32;
+  return bf16_units ? Precision::bf16 : Precision::float32;
 }
 
 bool uses_autocast(Precision precision) { return precisions().at(static_cast<size_t>(precision)).autocast; }

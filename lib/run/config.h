@@ -71,8 +71,9 @@ const std::vector<PrecisionInfo>& precisions();
 /// Reads a precision by name or alias; throws UsageError naming the field and the names.
 Precision parse_precision(const std::string& text);
 const char* to_string(Precision precision);
-/// What automatic means on a device: bf16 autocast on a GPU, float32 on a CPU; others are themselves.
-Precision resolve_precision(Precision precision, bool on_gpu);
+/// What automatic means on a device: bf16 autocast where the device multiplies in bf16 at speed (a
+/// GPU; a CPU with AVX512-BF16 or AMX-BF16: `bf16_units`), float32 elsewhere; others are themselves.
+Precision resolve_precision(Precision precision, bool bf16_units);
 /// Whether a (resolved) precision runs the products under bf16 autocast.
 bool uses_autocast(Precision precision);
 
@@ -96,8 +97,9 @@ struct TrainConfig {
   /// The loss's plan (LossPlanSpec's text): "auto" until a run fixes it, then the plan it trains
   /// with, "ROWS:PRODUCTS:ROW_KERNEL", which a resume keeps (lib/SCHEMA.md "loss_plan").
   std::string loss_plan = "auto";
-  /// The training precision (field precision): automatic until a run fixes it (float32 on a CPU,
-  /// bf16 autocast on a GPU), then float32 or bf16, which a resume keeps.
+  /// The training precision (field precision): automatic until a run fixes it (bf16 autocast on a
+  /// GPU and on a CPU with bf16 matrix instructions, float32 on other CPUs), then float32 or bf16,
+  /// which a resume keeps.
   Precision precision = Precision::automatic;
   /// Training's telemetry (lib/train/telemetry.h): the largest attention logit and residual
   /// activation (curves max_attention_logit, max_activation) measured every telemetry-th step;

@@ -187,7 +187,7 @@ void render_run(Lines& lines, const json& r) {
                                "; kept by --resume)");
   }
   if (r["precision"].is_null())
-    lines.add("precision", "not recorded (a run file of an older version: the device's, float32 on a CPU, bf16 on a GPU)");
+    lines.add("precision", "not recorded (a run file of an older version: float32 on a CPU, bf16 on a GPU)");
   else
     lines.add("precision", text_of(r["precision"]) + (uses_autocast(parse_precision(text_of(r["precision"])))
                                                           ? " (bf16 matrix products, float32 master weights; kept by --resume)"

@@ -123,12 +123,15 @@ LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, con
   return resolve_run_loss_plan(request, prefix, agree);
 }
 
-/// The precision the run trains in: its recorded one, or for "auto" (a new run, or a run file of an
-/// older version) the device's: bf16 autocast on a GPU, float32 on a CPU. bf16 on a CPU needs its
-/// bf16 matrix instructions (cpu_kernels.h): refused (UsageError) where it has none, rather than
-/// emulated at a fraction of float32's speed.
+/// The precision the run trains in: its recorded one, or for "auto" the device's. A new run gets
+/// bf16 autocast on a GPU and on a CPU with bf16 matrix instructions (cpu_kernels.h: AVX512-BF16 or
+/// AMX-BF16, not masked by SINKGATE_CPU_KERNELS), float32 on other CPUs. A resumed run file without
+/// the field is of a version that knew no CPU bf16: float32 on a CPU, as it trained. bf16 asked on a
+/// CPU without those instructions is refused (UsageError) rather than emulated at a fraction of
+/// float32's speed.
 Precision fix_precision(Precision asked, const TrainOptions& options) {
-  const Precision precision = resolve_precision(asked, options.device.is_cuda());
+  const bool cpu_bf16_units = options.device.is_cpu() && !options.resume && cpu_bf16_missing().empty();
+  const Precision precision = resolve_precision(asked, options.device.is_cuda() || cpu_bf16_units);
   if (uses_autocast(precision) && options.device.is_cpu()) {
     const std::string missing = cpu_bf16_missing();
     if (!missing.empty())
@@ -136,18 +139,21 @@ Precision fix_precision(Precision asked, const TrainOptions& options) {
                            missing,
                        options.resume ? "this run trains in bf16 (recorded in its file): resume it on a CPU with "
                                         "AVX512-BF16 or AMX, or on a GPU"
-                                      : "train in float32 (--precision float32, the CPU's default), or on a GPU");
+                                      : "train in float32 (--precision float32, auto's choice on such a CPU), or on a GPU");
   }
   return precision;
 }
 
-/// The run's precision on the log.
-void announce_precision(Precision precision, const TrainOptions& options, const std::string& prefix) {
-  if (uses_autocast(precision) && options.device.is_cpu())
-    log::info(prefix + "precision bf16: bf16 matrix products with float32 accumulation (" +
-              join(cpu_bf16_features(), ", ") + "); float32 master weights, moments, gates, norms and softmax statistics");
-  else if (!uses_autocast(precision) && options.device.is_cuda())
+/// The run's precision on the log, and where "auto" chose bf16 on a CPU, that it did.
+void announce_precision(Precision precision, bool chosen, const TrainOptions& options, const std::string& prefix) {
+  if (uses_autocast(precision) && options.device.is_cpu()) {
+    const std::string what = "precision bf16: bf16 matrix products with float32 accumulation (" +
+                             join(cpu_bf16_features(), ", ") +
+                             "); float32 master weights, moments, gates, norms and softmax statistics";
+    log::info(prefix + what + (chosen ? "; auto's choice on this CPU (--precision float32 trains in float32)" : ""));
+  } else if (!uses_autocast(precision) && options.device.is_cuda()) {
     log::info(prefix + "precision float32 on " + options.device.str() + ": no autocast");
+  }
 }
 
 }  // namespace
@@ -192,6 +198,7 @@ struct Session {
   RunConfig config;
   RunState state;
   std::string recorded_plan;  // the run file's loss plan, on a resume
+  bool precision_chosen = false;  // "auto" resolved by this session (a new run), not recorded
   std::unique_ptr<Communicator> communicator;
   int64_t world = 1, rank = 0;
   bool writer = true;  // rank 0: the one that writes the run file
@@ -218,6 +225,7 @@ Session open_session(const RunConfig& config_in, const TrainOptions& options, co
     state.config = config;
     state.labels = options.labels;
   }
+  session.precision_chosen = config.train.precision == Precision::automatic && !options.resume;
   config.train.precision = fix_precision(config.train.precision, options);  // before any output is touched
   state.config.train.precision = config.train.precision;
   check_vocabulary_fits(tokens, config.model, "the model");
@@ -570,7 +578,7 @@ TrainSummary train(const RunConfig& config_in, const TrainOptions& options) {
   const auto& t = config.train;
   const int64_t tokens_per_step = t.batch() * config.model.block_size;
   announce(session, options, model->parameter_count(), tokens_per_step);
-  announce_precision(config.train.precision, options, prefix);
+  announce_precision(config.train.precision, session.precision_chosen, options, prefix);
   const Provenance provenance = fix_arithmetic(session, options, *model);
   // Rank 0 writes; every rank waits for the file, so that none runs ahead of a checkpoint.
   auto save = [&] {

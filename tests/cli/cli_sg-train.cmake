@@ -1,7 +1,10 @@
 # Command-line tests of sg-train and sg-eval on the token file of cli_sg-tokenize.cmake's fixture
 # (sg_tokens: the Python tutorial of the default corpus, in cli-data/tokens.h5).
-set(SG_TINY --tier tiny --set iterations=6 --set warmup=2 --set eval_interval=3 --set eval_batches=1 --set final_eval_batches=1
+# The tests' tiny run. In float32: the tests below check float32 behaviour on every CPU; what
+# precision auto chooses (bf16 on a CPU with bf16 units) has a test of its own (SG_TINY_AUTO).
+set(SG_TINY_AUTO --tier tiny --set iterations=6 --set warmup=2 --set eval_interval=3 --set eval_batches=1 --set final_eval_batches=1
             --set block_size=32 --threads 1)
+set(SG_TINY ${SG_TINY_AUTO} --precision float32)
 
 add_test(NAME "cli: sg-train a tiny run (fixture)"
          COMMAND sg-train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY} --arm combo2 -o ${SG_CLI_DATA}/run.h5 --force)
@@ -50,6 +53,7 @@ set_tests_properties("cli: sg-train names a missing token file" "cli: sg-train r
 # --resume continues the file's run: the start-up line names it, and an option that would change
 # it (another arm, seed or field) is refused instead of dropped.
 string(REPLACE ";" " " SG_TINY_LINE "${SG_TINY}")
+string(REPLACE ";" " " SG_TINY_AUTO_LINE "${SG_TINY_AUTO}")
 add_test(NAME "cli: sg-train --resume names the file's run and refuses options that differ from it"
          COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/resume'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
 $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --arm sinklogit --seed 3 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
@@ -82,10 +86,10 @@ set_tests_properties("cli: sg-train records its loss plan, --resume keeps it, --
 # refuses another.
 add_test(NAME "cli: sg-train --precision bf16 is refused without bf16 instructions, else recorded and kept by --resume"
          COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/precision'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
-set +e; SINKGATE_CPU_KERNELS=avx2 $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --precision bf16 -o \"$d/masked.h5\" 2> \"$d/masked.txt\"; code=$?; set -e
+set +e; SINKGATE_CPU_KERNELS=avx2 $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_AUTO_LINE} --precision bf16 -o \"$d/masked.h5\" 2> \"$d/masked.txt\"; code=$?; set -e
 echo \"refused with $code: $(cat \"$d/masked.txt\")\"; test ! -e \"$d/masked.h5\"
 if grep -qE '^flags.* (avx512_bf16|amx_bf16)( |$)' /proc/cpuinfo; then
-  $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --precision bf16 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
+  $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_AUTO_LINE} --precision bf16 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
   $<TARGET_FILE:sg-info> \"$d/run.h5\" | grep -E '^  (precision|loss plan) '
   set +e; $train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --precision float32 -o \"$d/run.h5\" 2>&1; echo \"exit $?\"; set -e
 else echo 'this CPU has no bf16 instructions'; fi")
@@ -93,13 +97,36 @@ set_tests_properties("cli: sg-train --precision bf16 is refused without bf16 ins
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "refused with 2: [^\n]*\nsg-train: error: precision bf16 on the CPU needs bf16 matrix instructions \\(AVX512-BF16 or AMX-BF16\\), but the CPU kernels are capped at AVX2 \\(SINKGATE_CPU_KERNELS=avx2\\)[^\n]*\nhint: train in float32[^\n]*\n(this CPU has no bf16 instructions|  loss plan +[0-9]+:bf16:[a-z0-9]+ [^\n]*\n  precision +bf16 \\(bf16 matrix products, float32 master weights[^\n]*\nsg-train: error: --resume continues the run in [^ ]*run.h5 as it was configured, but the command line asks for precision float32 \\(the file: bf16\\)[^\n]*\n.*exit 2)")
 
+# precision auto: bf16 where the CPU lists bf16 matrix instructions in /proc/cpuinfo (avx512_bf16
+# with avx512f, or amx_bf16 with amx_tile), announced as auto's choice; float32 where they are
+# absent or masked (SINKGATE_CPU_KERNELS=avx2). A run file of a version without the field (the
+# attribute removed here) trained in float32 on a CPU and resumes so, whatever the CPU.
+add_test(NAME "cli: sg-train --precision auto trains in bf16 on a CPU with bf16 units, float32 elsewhere and in older run files"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/precision-auto'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
+has() { grep -qE \"^flags.* $1( |$)\" /proc/cpuinfo; }
+expect=float32; if { has avx512f && has avx512_bf16; } || { has amx_bf16 && has amx_tile; }; then expect=bf16; fi
+precision_of() { $<TARGET_FILE:sg-info> \"$1\" | awk '$1 == \"precision\" { print $2; exit }'; }
+$train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_AUTO_LINE} --stop-after 1 -o \"$d/auto.h5\" 2> \"$d/auto.txt\"
+got=$(precision_of \"$d/auto.h5\"); if [ \"$got\" = $expect ]; then echo \"auto: $got, as /proc/cpuinfo says\"; else echo \"auto: $got, /proc/cpuinfo: $expect\"; fi
+if [ $expect = bf16 ]; then grep -c \"precision bf16: .*auto's choice on this CPU (--precision float32 trains in float32)\" \"$d/auto.txt\"; else echo 1; fi
+SINKGATE_CPU_KERNELS=avx2 $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_AUTO_LINE} --stop-after 1 -o \"$d/masked.h5\" 2>/dev/null
+echo \"masked: $(precision_of \"$d/masked.h5\")\"
+$train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --stop-after 1 -o \"$d/old.h5\" 2>/dev/null
+${SG_PYTHON} -c 'import h5py, sys; f = h5py.File(sys.argv[1], \"r+\"); del f[\"config\"].attrs[\"precision\"]; f.close()' \"$d/old.h5\"
+$<TARGET_FILE:sg-info> \"$d/old.h5\" | grep -E '^  precision '
+$train --tokens ${SG_CLI_DATA}/tokens.h5 --resume --stop-after 2 -o \"$d/old.h5\" 2>/dev/null
+echo \"resumed: $(precision_of \"$d/old.h5\")\"")
+set_tests_properties("cli: sg-train --precision auto trains in bf16 on a CPU with bf16 units, float32 elsewhere and in older run files" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens
+  PASS_REGULAR_EXPRESSION "^auto: (bf16|float32), as /proc/cpuinfo says\n1\nmasked: float32\n  precision +not recorded \\(a run file of an older version: float32 on a CPU, bf16 on a GPU\\)\nresumed: float32\n$")
+
 # The loss's own AVX512-BF16 products are a bf16 run's plan: named in a float32 run they are
 # refused by name; in a bf16 run (where the CPU has AVX512-BF16) recorded and printed by sg-info.
 add_test(NAME "cli: sg-train takes avx512bf16 loss products in a bf16 run only"
          COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/own-bf16'; rm -rf \"$d\"; mkdir -p \"$d\"; train=${train}
 set +e; $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --set loss_plan=32:avx512bf16 -o \"$d/float.h5\" 2>&1; echo \"exit $?\"; set -e
 if grep -qE '^flags.* avx512_bf16( |$)' /proc/cpuinfo; then
-  $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --precision bf16 --set loss_plan=32:avx512bf16 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
+  $train --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_AUTO_LINE} --precision bf16 --set loss_plan=32:avx512bf16 --stop-after 2 -o \"$d/run.h5\" 2>/dev/null
   $<TARGET_FILE:sg-info> \"$d/run.h5\" | grep -E '^  loss plan '
 else echo '  loss plan 32:avx512bf16:none (this CPU has no AVX512-BF16)'; fi")
 set_tests_properties("cli: sg-train takes avx512bf16 loss products in a bf16 run only" PROPERTIES
@@ -211,7 +238,7 @@ set_tests_properties("cli: sg-train checkpoints on SIGTERM and holds its output 
 # A diverging run keeps a checkpoint that is finite (it scores), not one of NaN weights.
 add_test(NAME "cli: sg-train never writes non-finite weights into a checkpoint"
          COMMAND bash -c "d='${SG_CLI_DATA}/diverge'; rm -rf \"$d\"; mkdir -p \"$d\"; \
-$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --arm baseline --set lr_peak=1000 \
+$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 --tier tiny --arm baseline --precision float32 --set lr_peak=1000 \
 --set checkpoint_interval=1 --set iterations=60 --set warmup=1 --threads 1 --log-level quiet -o $d/nan.h5 --force 2>&1; \
 echo \"exit $?\"; $<TARGET_FILE:sg-eval> --tokens ${SG_CLI_DATA}/tokens.h5 $d/nan.h5 --batches 1 --log-level quiet -o - \
 | $<TARGET_FILE:sg-tabulate> - --format csv")

@@ -274,9 +274,9 @@ TEST_CASE("the precision table: a row per enumerator in their order, names round
     CHECK(std::string(sg::to_string(rows[i].value)) == rows[i].name);
     if (*rows[i].alias) CHECK(sg::parse_precision(rows[i].alias) == rows[i].value);
   }
-  CHECK(sg::resolve_precision(sg::Precision::automatic, /*on_gpu=*/true) == sg::Precision::bf16);
-  CHECK(sg::resolve_precision(sg::Precision::automatic, /*on_gpu=*/false) == sg::Precision::float32);
-  CHECK(sg::resolve_precision(sg::Precision::float32, /*on_gpu=*/true) == sg::Precision::float32);
+  CHECK(sg::resolve_precision(sg::Precision::automatic, /*bf16_units=*/true) == sg::Precision::bf16);
+  CHECK(sg::resolve_precision(sg::Precision::automatic, /*bf16_units=*/false) == sg::Precision::float32);
+  CHECK(sg::resolve_precision(sg::Precision::float32, /*bf16_units=*/true) == sg::Precision::float32);
   CHECK(sg::uses_autocast(sg::Precision::bf16));
   CHECK_FALSE(sg::uses_autocast(sg::Precision::float32));
 }

@@ -71,7 +71,7 @@ void run_two_and_signal_rank1(const std::string& arguments, const std::string& o
 }
 
 std::string train_arguments(const std::string& output, const std::string& extra = "") {
-  return "--tokens " + sg_test::shell_quote(token_file()) + " --tier tiny --arm combo2 --threads 1 --set iterations=6 " +
+  return "--tokens " + sg_test::shell_quote(token_file()) + " --tier tiny --arm combo2 --threads 1 --precision float32 --set iterations=6 " +
          "--set warmup=2 --set eval_interval=3 --set micro_batch=2 --set accumulation=4 --set eval_batches=2 " +
          "--set final_eval_batches=2 --log-interval 0 -o " + sg_test::shell_quote(output) + " " + extra;
 }
@@ -185,7 +185,7 @@ TEST_CASE("a two-rank run stopped and resumed ends bitwise where an uninterrupte
 TEST_CASE("a lost rank stops the others with exit code 7, naming it, and a missing one times out") {
   sg_test::Scratch scratch;
   const int port = free_port(0) + 1;
-  const std::string common = "--tokens " + sg_test::shell_quote(token_file()) + " --tier tiny --threads 1 --set iterations=5000 ";
+  const std::string common = "--tokens " + sg_test::shell_quote(token_file()) + " --tier tiny --threads 1 --precision float32 --set iterations=5000 ";
   const std::string arguments = common + "--dist-timeout 30 -o " + sg_test::shell_quote(scratch / "lost.h5");
   // Rank 1 is killed with SIGKILL, no goodbye, once both train.
   const auto start = std::chrono::steady_clock::now();
@@ -211,7 +211,7 @@ TEST_CASE("SIGTERM to one rank stops every rank after the same step, with a chec
   sg_test::Scratch scratch;
   const int port = free_port(0) + 5;
   const std::string arguments = "--tokens " + sg_test::shell_quote(token_file()) +
-                                " --tier tiny --threads 1 --set iterations=5000 --dist-timeout 30 -o " +
+                                " --tier tiny --threads 1 --precision float32 --set iterations=5000 --dist-timeout 30 -o " +
                                 sg_test::shell_quote(scratch / "stopped.h5");
   run_two_and_signal_rank1(arguments, scratch / "stopped.h5", "TERM", port, scratch / "rank");
   INFO(sg_test::slurp(scratch / "rank0") << sg_test::slurp(scratch / "rank1"));

@@ -36,7 +36,7 @@ sg::RunConfig small_run(const std::string& arm, int64_t vocab) {
   auto config = sg::make_run_config("tiny", arm, 3);
   sg::apply_overrides(config, {"n_embd=32", "n_head=2", "block_size=16", "vocab_size=" + std::to_string(vocab),
                                "micro_batch=4", "iterations=12", "warmup=3", "eval_interval=4", "eval_batches=2",
-                               "final_eval_batches=3", "checkpoint_interval=5"});
+                               "final_eval_batches=3", "checkpoint_interval=5", "precision=float32"});
   return config;
 }
 
@@ -196,10 +196,10 @@ TEST_CASE("a bf16 run on the CPU records its precision and resumes bitwise, with
   CHECK(a.curves.val_loss == b.curves.val_loss);
   CHECK(a.final_val_loss == b.final_val_loss);
   CHECK(same_weights(whole, parts));
-  // The master weights stay float32, and bf16 did run: a float32 run (the CPU's default, recorded
-  // as such) ends elsewhere, though near.
+  // The master weights stay float32, and bf16 did run: a float32 run (recorded as such) ends
+  // elsewhere, though near.
   auto float_config = config;
-  float_config.train.precision = sg::Precision::automatic;
+  float_config.train.precision = sg::Precision::float32;
   sg::train(float_config, options_for(tokens, fp32));
   const auto c = sg::read_run_state(fp32);
   CHECK(c.config.train.precision == sg::Precision::float32);
@@ -411,14 +411,15 @@ TEST_CASE("the loss decreases on the default corpus for a CPU tier within a shor
 TEST_CASE("run files: the configuration and state round-trip, a wrong kind of file is refused") {
   sg::log::set_level("quiet");
   const auto tokens = synthetic_tokens("test_train_roundtrip_tokens", 61, 2000, 300);
-  const auto config = small_run("sinklogit", 61);
+  auto config = small_run("sinklogit", 61);
+  config.train.precision = sg::Precision::automatic;  // fixed at the start: bf16 where the CPU has bf16 units
   const auto run = temp_name("test_train_roundtrip_run");
   sg::train(config, options_for(tokens, run));
   const auto state = sg::read_run_state(run);
   // Every field as given, but the loss plan and the precision: auto is fixed at the start and recorded.
   auto expected = config;
   expected.train.loss_plan = state.config.train.loss_plan;
-  expected.train.precision = sg::Precision::float32;  // a CPU's
+  expected.train.precision = sg_test::cpu_trains_bf16_by_default() ? sg::Precision::bf16 : sg::Precision::float32;
   CHECK(sg::to_fields(state.config) == sg::to_fields(expected));
   CHECK(sg::parse_loss_plan(state.config.train.loss_plan).chunk_rows > 0);
   CHECK(state.finished);
