@@ -32,11 +32,12 @@ Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
     The convention: a list is marked in the page by two HTML comments around its names,
         <!-- list: TABLE -->`name`, `name`, …<!-- /list -->
     (TABLE: tiers, tabulate-formats, junk, cutoffs, probes, tasks, zero-options, filters,
-    output-gates, paper-arms, …); between them every name in backticks is in TABLE and every name of TABLE is
-    there. A paragraph or table row that names in backticks most of a table's names (three or more,
-    half or more) but not all, outside a marked list, fails too: mark it as the list it is, or
-    <!-- subset: TABLE --> where it names only some on purpose. The option tables of the tools'
-    own pages (docs/tools/*.md) are held to the same tables by tests/cli/option_lists.cmake;
+    output-gates, paper-arms, …); between them every name in backticks is in TABLE and every
+    name of TABLE is there (an arm axis's list may add `none`). A paragraph or table row that
+    names in backticks most of a table's names (three or more, half or more) but not all,
+    outside a marked list, fails too: mark it as the list it is, or <!-- subset: TABLE --> where
+    it names only some on purpose. The option tables of the tools' own pages (docs/tools/*.md)
+    are held to the same tables by tests/cli/option_lists.cmake;
   - every time or speed ratio quoted in README.md and docs/, in prose and in code blocks' comments
     ("34 minutes", "2.3 s", "6 h", "3.3×", "1.69–1.85 times as fast", "a factor of two"), is in
     the measurements log (the log and CHANGELOG.md are not held to this): the same
@@ -393,8 +394,8 @@ def check_output_folders(root, page, text, problems):
 # Between them, every name in backticks must be in the table and every name of the table must be
 # there (order free; a list of an arm axis may also name `none`). TABLE is a table of
 # load_tables: tests/cli/option_tables prints tiers, junk, cutoffs, probes, tasks, zero-options,
-# filters, output-gates, paper-arms, …; `sg-tabulate --list-formats` gives tabulate-formats. A paragraph or table
-# row that names in backticks most of a table's names (at least three, at least half) outside a
+# filters, output-gates, paper-arms, …; `sg-tabulate --list-formats` gives tabulate-formats.
+# A paragraph or table row that names in backticks most of a table's names (at least three, at least half) outside a
 # marked list must be marked as the list it is, or marked <!-- subset: TABLE --> where it names
 # only some of them on purpose, or names other things that share their names (make targets named
 # like probes).
@@ -402,10 +403,10 @@ LIST_OPEN = re.compile(r"<!--\s*list:\s*([a-z0-9-]+)\s*-->")
 LIST_CLOSE = re.compile(r"<!--\s*/list\s*-->")
 SUBSET = re.compile(r"<!--\s*subset:\s*([a-z0-9-]+)\s*-->")
 NAME = re.compile(r"`([^`\s]+)`")
-# The tables an unmarked near-complete list is looked for in (the others are too short or their
-# names too common in prose: log levels, cutoffs, tasks).
 # The arm axes' tables leave out "none", which a list of an axis may name.
 AXES = ("zero-options", "filters", "output-gates")
+# The tables an unmarked near-complete list is looked for in (the others are too short or their
+# names too common in prose: log levels, cutoffs, tasks).
 LIST_TABLES = ("tiers", "tabulate-formats", "junk", "probes", "zero-options", "filters", "output-gates", "paper-arms")
 
 
@@ -524,10 +525,10 @@ PAPER_FIGURES = {
 }
 # Figures that are settings or goals, not measurements, each with where it is set.
 NOT_MEASURED = {
-    ("600", "s"): "sg-train --dist-timeout's default (lib/train/distributed)",
-    ("5", "s"): "open_input's wait for a FIFO's writer (lib/base/input_file)",
-    ("15", "s"): "tests/fuzz.py's time limit a case",
-    ("20", "s"): "tests/h5_header_edit.py's time limit a case",
+    ("600", "s"): "sg-train --dist-timeout's default (lib/train/train.h: timeout_seconds)",
+    ("5", "s"): "open_input's wait for a FIFO's writer (lib/base/input_file.h: kFifoWriterWaitMs)",
+    ("15", "s"): "tests/fuzz.py --timeout's default, a reader run's time limit",
+    ("20", "s"): "tests/h5_header_edit.py --timeout's default",
     ("540", "s"): "SG_DEVICE_BUDGET_S's default (pipelines/device/build_and_check.sh)",
     ("4", "×"): "the MLP's width over the model's (App. A); the GPU goal's speed-up (pipelines/GPU_COSTS.md)",
 }
@@ -695,7 +696,8 @@ def main():
             if command not in text:
                 problems.append(f"README.md: the command CI runs is missing or changed: {command}")
     variables = check_make_variables(root, problems)
-    print(f"check_docs: docs/make.md names all {variables} variables of the make files; {writes} writes (`-o`, `>`, `tee`) in sh blocks, each into a folder made first or present")
+    print(f"check_docs: docs/make.md names all {variables} variables of the make files; {writes} writes (`-o`, `>`, "
+          "`tee`) in sh blocks, each into a folder made first or present")
     if tables:
         print(f"check_docs: {lists} marked option lists equal their tables (from {bin_dir})"
               + (f"; tables not printed by this build, left unchecked: {', '.join(sorted(skipped))}" if skipped else ""))
