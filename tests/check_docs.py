@@ -36,8 +36,9 @@ Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
     name of TABLE is there (an arm axis's list may add `none`). A paragraph or table row that
     names in backticks most of a table's names (three or more, half or more) but not all,
     outside a marked list, fails too: mark it as the list it is, or <!-- subset: TABLE --> where
-    it names only some on purpose. The option tables of the tools' own pages (docs/tools/*.md)
-    are held to the same tables by tests/cli/option_lists.cmake;
+    it names only some on purpose. A marker that begins a line stands alone on it (Markdown
+    prints the rest of a line that begins with an HTML comment raw). The option tables of the
+    tools' own pages (docs/tools/*.md) are held to the same tables by tests/cli/option_lists.cmake;
   - every time or speed ratio quoted in README.md and docs/, in prose and in code blocks' comments
     ("34 minutes", "2.3 s", "6 h", "3.3×", "1.69–1.85 times as fast", "a factor of two"), is in
     the measurements log (the log and CHANGELOG.md are not held to this): the same
@@ -456,6 +457,10 @@ def check_lists(page, text, tables, problems, skipped):
     """The marked lists of one page against their tables, and no unmarked near-complete list;
     returns how many marked lists were checked."""
     checked = 0
+    for number, line in prose_lines(text, blank_code=False):
+        if re.match(r"^\s{0,3}<!--.*?-->\s*\S", line):
+            problems.append(f"{page}:{number}: a line that begins with an HTML comment is an HTML block to Markdown, "
+                            "which prints the rest of the line raw: put the marker on a line of its own or later in the line")
     for number, paragraph in paragraphs(text):
         rest, at = "", 0
         for match in LIST_OPEN.finditer(paragraph):

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """check_docs_fails.py — tests/check_docs.py fails, naming the fault, on a deliberately short
 option list (marked or not), a marked list with a name too many, a stale time or ratio (anywhere
-in the log, or in the section its link names) and an sh block that writes into a folder it does
-not make, and passes on the pages as they are.
+in the log, or in the section its link names), a marker that Markdown would print raw and an sh
+block that writes into a folder it does not make, and passes on the pages as they are.
 
 Each case runs check_docs.py on a scratch copy of the source tree: README.md and docs/ copied,
 every other top-level entry a symbolic link to the source, one page edited. Plain Python 3.
@@ -100,6 +100,11 @@ def main():
         append(root, "docs/stability.md", "It took [33 minutes](measurements.md#the-tools-one-at-a-time).")
         return "'33 minutes' is not in the log's section #the-tools-one-at-a-time"
     cases.append(("a linked time its section does not have", stale_linked_figure))
+
+    def marker_beginning_a_line(root):
+        append(root, "docs/tools.md", "<!-- subset: tiers -->The quick tier `quick`.")
+        return "a line that begins with an HTML comment is an HTML block to Markdown"
+    cases.append(("a marker that begins a line of text", marker_beginning_a_line))
 
     def missing_folder(root):
         append(root, "docs/data.md", "```sh\nbuild/bin/sg-info data/x.h5 > nowhere-made/info.txt\n```")
