@@ -8,7 +8,8 @@
 // columns change (Table 1's three blocks). Markdown and LaTeX use labels and fixed decimals; CSV
 // and TSV keep raw names and full precision (TSV: gnuplot figure data, header line starting '#',
 // missing cells NaN; read it with `set datafile separator "\t"`). --format h5 writes the
-// (concatenated, filtered) rows as a result table instead.
+// (concatenated, filtered) rows as a result table instead. --list-formats prints the formats
+// --format writes, one a line (tests/check_docs.py holds the pages' lists of them to it).
 //
 // Repeatable options (--label, --order, --where, …) take one value per occurrence, so input files
 // may stand anywhere: `sg-tabulate --where arm=a --where tier=10M t.csv` is `… t.csv --where …`.
@@ -17,6 +18,10 @@
 //   sg-pairdiff runs/*.h5 --ref-mean | sg-tabulate - --rows arm --cols tier --signed --plain statistic=mean
 //   sg-tabulate eval.h5 --rows tier,arm --cols seed --cell val_loss --row-mean --label 'seed:*=seed *'
 //   sg-tabulate t2-norm.h5 t2-proj.h5 --rows gate_arm,tier --cols term --se none -o table2.tex   # LaTeX, by extension
+#include <iostream>
+#include <string>
+#include <vector>
+
 #include "lib/analysis/tabulate.h"
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
@@ -39,6 +44,7 @@ struct Options {
   int64_t decimals = 4;
   bool signed_numbers = false;
   bool row_mean = false;
+  bool list_formats = false;
   std::string missing;
   std::string row_order, col_order;  // comma-separated values of the last --rows / --cols key
   std::vector<std::string> order, labels, headers, section_labels, plain, whole, where;
@@ -91,16 +97,26 @@ std::string format_for(const std::string& output) {
   return markdown;
 }
 
+/// The formats --format writes: the library's format table (lib/analysis/tabulate.h), then h5.
+std::vector<std::string> output_formats() {
+  std::vector<std::string> names;
+  for (const auto& format : sg::format_names()) names.push_back(format.name);
+  names.push_back("h5");
+  return names;
+}
+
 /// --format's help and choices, from the library's format table (lib/analysis/tabulate.h) and h5.
 std::string format_help() {
-  std::vector<std::string> names, aliases, extensions;
+  std::vector<std::string> names = output_formats(), aliases, extensions;
+  const std::string last = names.back();  // h5
+  names.pop_back();
   for (const auto& format : sg::format_names()) {
-    names.push_back(format.name);
     if (!format.alias.empty()) aliases.push_back(format.alias + " = " + format.name);
     extensions.push_back("." + format.extension);
   }
-  return sg::join(names, ", ") + ", or h5 (a result table: concatenate/filter; also " + sg::join(aliases, ", ") +
-         "); auto: from the extension of -o (" + sg::join(extensions, ", ") + ", .h5), else " + names.front();
+  return sg::join(names, ", ") + ", or " + last + " (a result table: concatenate/filter; also " +
+         sg::join(aliases, ", ") + "); auto: from the extension of -o (" + sg::join(extensions, ", ") + ", ." + last +
+         "), else " + names.front();
 }
 
 std::vector<std::string> format_choices() {
@@ -114,6 +130,10 @@ std::vector<std::string> format_choices() {
 }
 
 void run(Options options, const std::string& tool, const std::string& command_line) {
+  if (options.list_formats) {
+    for (const auto& name : output_formats()) std::cout << name << "\n";
+    return;
+  }
   if (options.inputs.empty()) options.inputs.push_back("-");
   if (options.format == "auto") options.format = format_for(options.common.output);
   const bool to_h5 = options.format == "h5";
@@ -147,6 +167,7 @@ int main(int argc, char** argv) {
   parser.option("inputs", options.inputs, "result tables: HDF5 or CSV files, '-' for stdin (default: stdin)");
   parser.option("--format", options.format, format_help());
   parser.choices(format_choices());
+  parser.flag("--list-formats", options.list_formats, "print the formats --format writes, one a line, and exit");
   parser.option("--rows", options.rows, "key columns making the printed rows, comma-separated, outermost first");
   parser.option("--cols", options.cols, "key columns making the printed columns, comma-separated");
   parser.option("--sections", options.sections, "key columns whose change starts a titled block");

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""check_docs.py — the manual's links resolve, its figures agree with the measurements log, and
-the README stays the front door.
+"""check_docs.py — the manual's links resolve, its figures agree with the measurements log, its
+option lists with the tools' tables, and the README stays the front door.
 
 Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
   - every relative Markdown link, [text](path) or [text](path#anchor) (and a bare (#anchor) into
@@ -19,16 +19,42 @@ Checks README.md, CHANGELOG.md and every docs/**/*.md of the source tree:
     or the test suite may quote a time only inside such a link;
   - CHANGELOG.md has at most one section of each kind (Added, Changed, …) per release;
   - every variable the make files set with `?=` (Makefile.experiments, pipelines/*.mk) is named
-    in docs/make.md, in backticks, by itself or by a family `PREFIX_<tier>` / `PREFIX_*`;
-  - every `sh` code block that writes a file with `-o PATH` into a folder creates that folder
-    first (`mkdir -p` of it or a folder under it, earlier in the block) or writes into a folder
-    the source tree has (build/ counts), since the tools refuse a missing folder;
+    in docs/make.md, in backticks, by itself or by a family `PREFIX_<tier>` / `PREFIX_*`; and
+    every variable the first column of its tables names is one the make files set or read;
+  - every `sh` code block that writes a file (`-o PATH`, `> PATH`, `>> PATH`, `tee PATH`) into a
+    folder creates that folder first (`mkdir -p` of it or a folder under it, earlier in the block)
+    or writes into a folder the source tree has (build/ counts), since the tools refuse a missing
+    folder;
+  - every option list of the pages equals the table it lists, as the tools' tables give it:
+    tests/cli/option_tables prints them from lib/ (the tables every --help list is tested equal
+    to) and `sg-tabulate --list-formats` the formats it writes (`tabulate-formats`), both from
+    --bin DIR (default build/bin; where they are missing, the lists are left unchecked).
+    The convention: a list is marked in the page by two HTML comments around its names,
+        <!-- list: TABLE -->`name`, `name`, …<!-- /list -->
+    (TABLE: tiers, tabulate-formats, junk, cutoffs, probes, tasks, zero-options, filters,
+    output-gates, paper-arms, …); between them every name in backticks is in TABLE and every
+    name of TABLE is there (an arm axis's list may add `none`). A paragraph or table row that
+    names in backticks most of a table's names (three or more, half or more) but not all,
+    outside a marked list, fails too: mark it as the list it is, or <!-- subset: TABLE --> where
+    it names only some on purpose. A marker that begins a line stands alone on it (Markdown
+    prints the rest of a line that begins with an HTML comment raw). The option tables of the
+    tools' own pages (docs/tools/*.md) are held to the same tables by tests/cli/option_lists.cmake;
+  - every time or speed ratio quoted in README.md and docs/, in prose and in code blocks' comments
+    ("34 minutes", "2.3 s", "6 h", "3.3×", "1.69–1.85 times as fast", "a factor of two"), is in
+    the measurements log (the log and CHANGELOG.md are not held to this): the same
+    number with the same unit somewhere in it, or in the log's section that the figure's own link
+    names (a whole number of minutes may round a logged "M min S s"). What is not a measurement
+    says so: the paper's own figures are listed in PAPER_FIGURES below with where the paper gives
+    them, and their line says whose ("the paper's", "App. A"); settings and goals are listed in
+    NOT_MEASURED with where they are set; estimates computed from a measurement follow an
+    <!-- estimate --> marker (to the end of its paragraph or table) and say how they are computed;
   - docs/gpu.md's account of what has been verified on a GPU names every commit of the log's
     newest GPU rows (the "gpu_check.sh" table's newest date, the "Training throughput" run), so
     that a new GPU measurement cannot be logged without the page saying what it verified.
 Plain Python 3, no third-party package. Prints what it checked; exits 1 naming every failure.
 
-Usage: python3 tests/check_docs.py [SOURCE_DIR]   (default: the folder above this script)
+Usage: python3 tests/check_docs.py [--bin BIN_DIR] [SOURCE_DIR]
+       (default: the folder above this script; BIN_DIR: SOURCE_DIR/build/bin)
 """
 import os
 import re
@@ -292,7 +318,7 @@ def check_make_variables(root, problems):
     """Every `NAME ?=` of the make files is named in docs/make.md; returns how many were checked."""
     files = ["Makefile.experiments"] + sorted(
         os.path.join("pipelines", name) for name in os.listdir(os.path.join(root, "pipelines")) if name.endswith(".mk"))
-    variables = {}
+    variables, known = {}, set()
     for name in files:
         path = os.path.join(root, name)
         if not os.path.isfile(path):
@@ -302,6 +328,8 @@ def check_make_variables(root, problems):
                 match = MAKE_VARIABLE.match(line)
                 if match:
                     variables.setdefault(match.group(1), name)
+                known.update(re.findall(r"^\s*(?:export\s+|override\s+)?([A-Z][A-Z0-9_]*)\s*[?:+]?=", line))
+                known.update(re.findall(r"\$[({]([A-Z][A-Z0-9_]*)", line))
     with open(os.path.join(root, "docs", "make.md"), encoding="utf-8") as f:
         page = f.read()
     named = {m.group(1) for m in QUOTED_VARIABLE.finditer(page) if not m.group(2)}
@@ -309,16 +337,27 @@ def check_make_variables(root, problems):
     for variable, where in variables.items():
         if variable not in named and not any(variable.startswith(f) and variable != f for f in families):
             problems.append(f"docs/make.md: the variable {variable} ({where}) is not in its table")
+    # And the other way: a variable the table's first column names is one the make files set or read.
+    for line in page.splitlines():
+        if not line.startswith("| `"):
+            continue
+        for match in QUOTED_VARIABLE.finditer(line.split("|")[1]):
+            variable, family = match.groups()
+            if family and not any(k.startswith(variable) for k in known):
+                problems.append(f"docs/make.md: the family {variable}{family} matches no variable of the make files")
+            elif not family and variable not in known:
+                problems.append(f"docs/make.md: the variable {variable} is one no make file sets or reads")
     return len(variables)
 
 
 SH_FENCE = re.compile(r"^\s*```(sh|bash|shell)\s*$")
-OUTPUT = re.compile(r"(?:^|\s)(?:-o|--output)[ =]([^\s;|&)]+)")
+OUTPUT = re.compile(r"(?:^|\s)(?:-o|--output)[ =]([^\s;|&)]+)|(?<![0-9&>-])>>?\s*([^\s;|&)>]+)|\btee\s+(?:-a\s+)?([^\s;|&)]+)")
 MKDIR = re.compile(r"\bmkdir\s+-p\s+([^;|&]+)")
 
 
 def check_output_folders(root, page, text, problems):
-    """Each sh block's `-o DIR/FILE` has DIR made earlier in the block or present in the tree."""
+    """Each sh block's `-o DIR/FILE`, `> DIR/FILE`, `>> DIR/FILE` and `tee DIR/FILE` has DIR made
+    earlier in the block or present in the tree."""
     writes = 0
     inside, made, lines = False, set(), text.splitlines()
     for number, line in enumerate(lines, 1):
@@ -337,9 +376,9 @@ def check_output_folders(root, page, text, problems):
                     made.add(folder)
                     folder = os.path.dirname(folder)
         for match in OUTPUT.finditer(command):
-            target = match.group(1).strip("'\"")
+            target = next(group for group in match.groups() if group).strip("'\"")
             folder = os.path.dirname(target.rstrip("/"))
-            if target == "-" or not folder or "$" in target or target.startswith(("/tmp", "~", "<")):
+            if target == "-" or target.startswith(("&", "/dev/")) or not folder or "$" in target or target.startswith(("/tmp", "~", "<")):
                 continue
             writes += 1
             top = folder.split("/")[0]
@@ -350,12 +389,280 @@ def check_output_folders(root, page, text, problems):
     return writes
 
 
+# --- option lists --------------------------------------------------------------------------------
+# A list of a table's names is marked in the page, around the names, by two HTML comments (which
+# Markdown does not render):  <!-- list: junk -->`structured`, …, `key-own-direction`<!-- /list -->
+# Between them, every name in backticks must be in the table and every name of the table must be
+# there (order free; a list of an arm axis may also name `none`). TABLE is a table of
+# load_tables: tests/cli/option_tables prints tiers, junk, cutoffs, probes, tasks, zero-options,
+# filters, output-gates, paper-arms, …; `sg-tabulate --list-formats` gives tabulate-formats.
+# A paragraph or table row that names in backticks most of a table's names (at least three, at least half) outside a
+# marked list must be marked as the list it is, or marked <!-- subset: TABLE --> where it names
+# only some of them on purpose, or names other things that share their names (make targets named
+# like probes).
+LIST_OPEN = re.compile(r"<!--\s*list:\s*([a-z0-9-]+)\s*-->")
+LIST_CLOSE = re.compile(r"<!--\s*/list\s*-->")
+SUBSET = re.compile(r"<!--\s*subset:\s*([a-z0-9-]+)\s*-->")
+NAME = re.compile(r"`([^`\s]+)`")
+# The arm axes' tables leave out "none", which a list of an axis may name.
+AXES = ("zero-options", "filters", "output-gates")
+# The tables an unmarked near-complete list is looked for in (the others are too short or their
+# names too common in prose: log levels, cutoffs, tasks).
+LIST_TABLES = ("tiers", "tabulate-formats", "junk", "probes", "zero-options", "filters", "output-gates", "paper-arms")
+
+
+def load_tables(bin_dir, problems):
+    """The option tables, as {table: [names]}: those that BIN/option_tables prints ("tiers: 10M 50M
+    …"), and `tabulate-formats`, the formats sg-tabulate writes (BIN/sg-tabulate --list-formats). An
+    executable that is not there gives no table."""
+    import subprocess
+    tables = {}
+    for command, table in ((["option_tables"], None), (["sg-tabulate", "--list-formats"], "tabulate-formats")):
+        executable = os.path.join(bin_dir, command[0])
+        if not os.access(executable, os.X_OK):
+            continue
+        try:
+            output = subprocess.run([executable] + command[1:], check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError) as error:
+            problems.append(f"{' '.join([executable] + command[1:])}: {error}")
+            continue
+        if table:
+            tables[table] = output.split()
+            continue
+        for line in output.splitlines():
+            name, _, names = line.partition(":")
+            tables[name.strip()] = names.split()
+    return tables
+
+
+def paragraphs(text):
+    """(first line number, text) of each prose paragraph, each table row on its own; code blocks left
+    out, inline code kept."""
+    block, start = [], None
+    for number, line in prose_lines(text, blank_code=False):
+        row = line.lstrip().startswith("|")
+        if block and (not line.strip() or row or number != start + len(block)):
+            yield start, "\n".join(block)  # a blank line, a table or a code block ends a paragraph
+            block, start = [], None
+        if row:
+            yield number, line
+        elif line.strip():
+            start = number if start is None else start
+            block.append(line)
+    if block:
+        yield start, "\n".join(block)
+
+
+def check_lists(page, text, tables, problems, skipped):
+    """The marked lists of one page against their tables, and no unmarked near-complete list;
+    returns how many marked lists were checked."""
+    checked = 0
+    for number, line in prose_lines(text, blank_code=False):
+        if re.match(r"^\s{0,3}<!--.*?-->\s*\S", line):
+            problems.append(f"{page}:{number}: a line that begins with an HTML comment is an HTML block to Markdown, "
+                            "which prints the rest of the line raw: put the marker on a line of its own or later in the line")
+    for number, paragraph in paragraphs(text):
+        rest, at = "", 0
+        for match in LIST_OPEN.finditer(paragraph):
+            if match.start() < at:
+                continue
+            close = LIST_CLOSE.search(paragraph, match.end())
+            line = number + paragraph.count("\n", 0, match.start())
+            if not close:
+                problems.append(f"{page}:{line}: <!-- list: {match.group(1)} --> without <!-- /list --> in its paragraph")
+                break
+            rest += paragraph[at:match.start()]
+            at = close.end()
+            table = match.group(1)
+            if table not in tables:
+                skipped.add(table)
+                continue
+            checked += 1
+            names = NAME.findall(paragraph[match.end():close.start()])
+            for name in names:
+                if name not in tables[table] and not (name == "none" and table in AXES):
+                    problems.append(f"{page}:{line}: the list of {table} names `{name}`, which is not in the table "
+                                    f"({', '.join(tables[table])})")
+            for name in tables[table]:
+                if name not in names:
+                    problems.append(f"{page}:{line}: the list of {table} lacks `{name}` (the table: "
+                                    f"{', '.join(tables[table])})")
+        rest += paragraph[at:]
+        subsets = set(SUBSET.findall(rest))
+        named = set(NAME.findall(rest))
+        for table in LIST_TABLES:
+            if table not in tables or table in subsets:
+                continue
+            names = tables[table]
+            found = [name for name in names if name in named]
+            if len(found) >= 3 and 2 * len(found) >= len(names) and len(found) < len(names):
+                missing = ", ".join(name for name in names if name not in named)
+                problems.append(f"{page}:{number}: names {len(found)} of the {len(names)} {table} ({missing} not): mark "
+                                f"it <!-- list: {table} -->…<!-- /list --> and complete it, or <!-- subset: {table} --> "
+                                "where it names some on purpose")
+    return checked
+
+
+# --- quoted times and ratios ---------------------------------------------------------------------
+# A time ("34 minutes", "about 8 min", "2.3 s", "6 h", "26 GPU-hours") or a speed ratio ("3.3×",
+# "1.69–1.85 times as fast", "about 3.3 times torch::mm's rate", "a factor of two") in a page
+# must be the log's: the same number with the same unit (min/minutes, s/seconds, h/hours, × and
+# "times" alike; each end of a range) somewhere in docs/measurements.md, or in the section of the
+# log that the figure's own link names; a whole number of minutes may also be a logged "M min S s"
+# that rounds to it (the log may write a ratio "1.85x"). Not measurements, and so not held to the
+# log: the paper's own figures, listed in PAPER_FIGURES with where the paper gives them (the line
+# must say whose: "paper" or "App. X"); settings and goals, listed in NOT_MEASURED with where they
+# are set; and estimates computed from a measurement, from an <!-- estimate --> marker to the end of
+# its paragraph or table, whose text must say how they are computed.
+UNITS = {"ms": "ms", "s": "s", "second": "s", "seconds": "s", "min": "min", "minute": "min", "minutes": "min",
+         "h": "h", "hour": "h", "hours": "h", "GPU-hours": "GPU-h", "GPU-hour": "GPU-h"}
+NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+TIME_FIGURE = re.compile(rf"(?<![\w.,×/-])({NUMBER})(?:\s?[–-]\s?({NUMBER}))? ?(?:(?:CPU|GPU) )?(GPU-hours?|ms|seconds?|s|minutes?|min|hours?|h)(?![\w-])")
+RATIO_FIGURE = re.compile(rf"(?<![\w.,])({NUMBER})(?:\s?[–-]\s?({NUMBER}))?(?:×| times (?:as fast|faster|slower|as slow|(?:\S+ )?(?:rate|speed)))"
+                          r"|a factor of (two|three|four|\d+(?:\.\d+)?)")
+WORDS = {"two": "2", "three": "3", "four": "4"}
+LOG_TIME = re.compile(r"(\d+) min (\d+) s")
+COMPOUND_TIME = re.compile(r"(?<![\w.,])(\d+) ?min(?:utes?)? (\d+) ?s\b")
+# The paper's own figures a page may quote, each with where the paper gives it.
+PAPER_FIGURES = {
+    ("10", "min"): "App. A, training details: a 10M run takes about ten minutes on one RTX 5090",
+    ("48", "h"): "App. A, training details: a 350M run takes about 48 hours on one RTX 5090",
+}
+# Figures that are settings or goals, not measurements, each with where it is set.
+NOT_MEASURED = {
+    ("600", "s"): "sg-train --dist-timeout's default (lib/train/train.h: timeout_seconds)",
+    ("5", "s"): "open_input's wait for a FIFO's writer (lib/base/input_file.h: kFifoWriterWaitMs)",
+    ("15", "s"): "tests/fuzz.py --timeout's default, a reader run's time limit",
+    ("20", "s"): "tests/h5_header_edit.py --timeout's default",
+    ("540", "s"): "SG_DEVICE_BUDGET_S's default (pipelines/device/build_and_check.sh)",
+    ("4", "×"): "the MLP's width over the model's (App. A); the GPU goal's speed-up (pipelines/GPU_COSTS.md)",
+}
+PAPER_LINE = re.compile(r"paper|App\. [A-H]\b")
+ESTIMATE = "<!-- estimate -->"
+
+
+def figures(line):
+    """(text, [(number, unit)], span) of each time and ratio figure of a line; "M min S s" is one
+    figure, in seconds."""
+    found = []
+    for match in COMPOUND_TIME.finditer(line):
+        seconds = int(match.group(1)) * 60 + int(match.group(2))
+        found.append((match.group(0), [(str(seconds), "s")], match.span()))
+    for match in TIME_FIGURE.finditer(line):
+        if any(begin <= match.start() < end for _, _, (begin, end) in found):
+            continue
+        unit = UNITS[match.group(3)]
+        numbers = [match.group(1)] + ([match.group(2)] if match.group(2) else [])
+        found.append((match.group(0), [(n.replace(",", ""), unit) for n in numbers], match.span()))
+    for match in RATIO_FIGURE.finditer(line):
+        if match.group(3):
+            numbers = [WORDS.get(match.group(3), match.group(3))]
+        else:
+            numbers = [match.group(1)] + ([match.group(2)] if match.group(2) else [])
+        found.append((match.group(0), [(n.replace(",", ""), "×") for n in numbers], match.span()))
+    return found
+
+
+def logged_figures(text):
+    """The (number, unit) pairs a part of the log holds, and its 'M min S s' times in seconds."""
+    pairs, seconds = set(), set()
+    for line in text.splitlines():
+        for _, numbers, _ in figures(line):
+            pairs.update(numbers)
+        for match in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)(?:×|x\b| times\b)", line):
+            pairs.add((match.group(1), "×"))
+        for match in LOG_TIME.finditer(line):
+            seconds.add(int(match.group(1)) * 60 + int(match.group(2)))
+    return pairs, seconds
+
+
+def in_log(number, unit, logged):
+    pairs, seconds = logged
+    if (number, unit) in pairs or (unit == "s" and number.isdigit() and int(number) in seconds):
+        return True
+    if unit == "min" and number.isdigit():
+        return any(round(s / 60) == int(number) for s in seconds)
+    return False
+
+
+def read_log(root, cache={}):
+    """The measurements log's text and its figures (logged_figures), read once."""
+    if root not in cache:
+        with open(os.path.join(root, LOG), encoding="utf-8") as f:
+            log = f.read()
+        cache[root] = (log, logged_figures(log))
+    return cache[root]
+
+
+def prose_and_comments(text):
+    """(line number, text) of the prose lines (inline code blanked) and of the comments of the code
+    blocks ("# …" to the end of a line)."""
+    prose = dict(prose_lines(text))
+    for number, line in enumerate(text.splitlines(), 1):
+        if number in prose:
+            yield number, prose[number]
+        elif not FENCE.match(line):
+            comment = re.search(r"(?:^|\s)#\s(.*)$", line)
+            if comment:
+                yield number, comment.group(1)
+
+
+def check_figures(root, page, text, problems):
+    """The times and ratios one page quotes against the log; returns how many were checked."""
+    log, whole = read_log(root)
+    checked, estimate, previous = 0, False, 0
+    for number, line in prose_and_comments(text):
+        if number != previous + 1 or not line.strip():
+            estimate = False  # a blank line or a code block ends the paragraph or table
+        previous = number
+        if ESTIMATE in line:
+            estimate, line = True, line[line.index(ESTIMATE):]
+        if estimate:
+            continue
+        links = [(m.span(), m.group(1)) for m in LINK.finditer(line)]
+        for quoted, values, (begin, end) in figures(line):
+            target = next((t for (b, e), t in links if b <= begin and end <= e), None)
+            if target:
+                path, _, anchor = target.partition("#")
+                if path.endswith("measurements.md") and anchor in LOGGED_TIMES:
+                    continue  # the main job's and the suite's times: check_times holds them to the newest row
+            logged = whole
+            if target and target.partition("#")[0].endswith("measurements.md") and target.partition("#")[2]:
+                heading = next((h for h in re.findall(r"^#+\s+(.*?)\s*$", log, re.M)
+                                if slug(h) == target.partition("#")[2]), None)
+                logged = logged_figures(section(log, heading)) if heading else whole
+            for value, unit in values:
+                checked += 1
+                if in_log(value, unit, logged):
+                    continue
+                if (value, unit) in PAPER_FIGURES and PAPER_LINE.search(line):
+                    continue
+                if (value, unit) in NOT_MEASURED:
+                    continue
+                where = f"the log's section #{target.partition('#')[2]}" if logged is not whole else LOG
+                problems.append(f"{page}:{number}: '{quoted}' is not in {where}: quote the log's figure (and link it), "
+                                "or, if it is the paper's, a setting or an estimate, say so as check_docs.py's "
+                                "rule for figures says")
+    return checked
+
+
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    arguments = sys.argv[1:]
+    bin_dir = None
+    if "--bin" in arguments:
+        at = arguments.index("--bin")
+        bin_dir = arguments[at + 1]
+        del arguments[at:at + 2]
+    root = os.path.abspath(arguments[0] if arguments else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
     total = 0
     quotes = 0
     writes = 0
+    lists = 0
+    figures_checked = 0
+    skipped = set()
+    bin_dir = bin_dir or os.path.join(root, "build", "bin")
+    tables = load_tables(bin_dir, problems)
     newest = log_times(root, problems)
     checked_pages = pages(root)
     if "README.md" not in checked_pages:
@@ -379,6 +686,9 @@ def main():
             check_changelog(text, problems)
         else:
             writes += check_output_folders(root, page, text, problems)
+            lists += check_lists(page, text, tables, problems, skipped)
+            if page != os.path.normpath(LOG):
+                figures_checked += check_figures(root, page, text, problems)
         print(f"check_docs: {page}: {size:,} bytes, {links} relative links")
     readme = os.path.join(root, "README.md")
     if os.path.isfile(readme):
@@ -391,7 +701,15 @@ def main():
             if command not in text:
                 problems.append(f"README.md: the command CI runs is missing or changed: {command}")
     variables = check_make_variables(root, problems)
-    print(f"check_docs: docs/make.md names all {variables} variables of the make files; {writes} `-o` writes in sh blocks")
+    print(f"check_docs: docs/make.md names all {variables} variables of the make files; {writes} writes (`-o`, `>`, "
+          "`tee`) in sh blocks, each into a folder made first or present")
+    if tables:
+        print(f"check_docs: {lists} marked option lists equal their tables (from {bin_dir})"
+              + (f"; tables not printed by this build, left unchecked: {', '.join(sorted(skipped))}" if skipped else ""))
+    else:
+        print(f"check_docs: no option_tables or sg-tabulate in {bin_dir} (give --bin DIR, or build): "
+              "the option lists are left unchecked")
+    print(f"check_docs: {figures_checked} quoted times and ratios are the log's, the paper's or settings")
     gpu_commits = check_gpu_status(root, problems)
     print(f"check_docs: {GPU_PAGE}: the log's newest GPU measurements ran {gpu_commits} commit(s)")
     for anchor, seconds in newest.items():

@@ -3,10 +3,13 @@
 # 1. tests/check_docs.py: every relative link resolves (to a heading where it names one), the
 #    README stays within 25 KB and keeps the two commands CI runs, no docs page but the
 #    measurements log is over 15 KB, the main job's and the test suite's times quoted anywhere
-#    agree with the log's newest rows, CHANGELOG.md has one section of each kind per release, every
-#    make variable is in docs/make.md's table, every sh block's `-o DIR/FILE` has DIR made first,
-#    and no page cites an issue number. Plain Python 3; it needs no build, so it is registered in a
-#    core-only build too.
+#    agree with the log's newest rows, every other time or speed ratio is the log's (or the paper's,
+#    a setting or an estimate, said so), every marked option list equals its table as
+#    option_tables (tests/cli/cli_option_lists.cmake) or sg-tabulate --list-formats prints it, CHANGELOG.md has one section of
+#    each kind per release, every make variable is in docs/make.md's table and every one there
+#    exists, every sh block's `-o DIR/FILE` or `> DIR/FILE` has DIR made first, and no page cites
+#    an issue number. Plain Python 3 and the core-only option_tables, so it is registered in a
+#    core-only build too. tests/check_docs_fails.py shows that it fails on each fault it is for.
 # 2. The code blocks marked <!-- runnable --> run as written: one test per page that has them.
 #    Each block is extracted and run by bash (-euo pipefail), in order, in a scratch folder of the
 #    page's own where build/ is this build tree, so the examples cannot rot. Pages whose blocks read
@@ -20,7 +23,13 @@ if(NOT SG_DOCS_PYTHON)
 endif()
 if(SG_DOCS_PYTHON)
   add_test(NAME "docs: links resolve, pages within their sizes, quoted times agree with the measurements log, CHANGELOG well formed"
-           COMMAND ${SG_DOCS_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_docs.py ${PROJECT_SOURCE_DIR})
+           COMMAND ${SG_DOCS_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_docs.py --bin $<TARGET_FILE_DIR:option_tables>
+                   ${PROJECT_SOURCE_DIR})
+  add_test(NAME "docs: check_docs.py fails on a short option list, a stale figure and a write into a missing folder"
+           COMMAND ${SG_DOCS_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_docs_fails.py ${PROJECT_SOURCE_DIR}
+                   $<TARGET_FILE_DIR:option_tables> ${CMAKE_CURRENT_BINARY_DIR}/check-docs-fails)
+  set_tests_properties("docs: check_docs.py fails on a short option list, a stale figure and a write into a missing folder"
+                       PROPERTIES PASS_REGULAR_EXPRESSION "check_docs_fails: ok")
 else()
   message(STATUS "sinkgate: no Python 3 found, the test of the manual's links, sizes and figures is left out")
 endif()

@@ -1,5 +1,6 @@
 # Every option list a tool's --help or its docs page shows equals its table in lib/ (STYLE.md rule
-# 16): tiers, junk types, cutoffs, probes, table formats, evaluation tasks, log levels. The tables
+# 16): tiers, junk types, cutoffs, probes, table formats, evaluation tasks, log levels, the arms
+# and the options of each arm axis. The tables
 # are printed by option_tables, which reads lib/ directly (no tool's --help code path), and
 # option_lists.cmake compares them with each tool's --help and with docs/tools/*.md.
 add_executable(option_tables ${CMAKE_CURRENT_SOURCE_DIR}/cli/option_tables.cpp)
@@ -18,8 +19,8 @@ set(SG_OPTION_CHECKS
   "sg-tokenize|--log-level|log-levels")
 if(SG_WITH_TORCH)
   list(APPEND SG_OPTION_CHECKS
-    "sg-train|--tier|tiers,--log-level|log-levels"
-    "sg-arms|--tier|tiers"
+    "sg-train|--tier|tiers,--log-level|log-levels,--arm|paper-arms,--arm|zero-options,--arm|filters,--arm|output-gates"
+    "sg-arms|--tier|tiers,--arms|paper-arms,--arms|zero-options,--arms|filters,--arms|output-gates"
     "sg-inject|--junk|junk,--cutoff|cutoffs"
     "sg-probe|--probe|probes,--junk|junk,--cutoff|cutoffs"
     "sg-eval|--task|tasks")

@@ -27,6 +27,9 @@ sg_tabulate_test("writes TSV figure data"
 sg_tabulate_test("renders CSV that reads back to the same CSV"
   "${TABULATE} ${TABLE5} --format csv > a.csv; ${TABULATE} a.csv --format csv > b.csv; cmp a.csv b.csv; ${TABULATE} a.csv --format h5 -o c.h5; ${TABULATE} c.h5 --format csv | cmp - a.csv && echo same"
   "^same\n$")
+sg_tabulate_test("lists the formats --format writes, one a line, as its --help names them"
+  "${TABULATE} --list-formats; ${TABULATE} --help | grep -o 'md, csv, latex, tsv, or h5'"
+  "^md\ncsv\nlatex\ntsv\nh5\nmd, csv, latex, tsv, or h5\n$")
 sg_tabulate_test("concatenates and filters inputs"
   "${TABULATE} ${TABULATE_FIXTURES}/pairs_ref.csv ${TABULATE_FIXTURES}/pairs_arm.csv --where seed=3 --decimals 1"
   "\\| A \\| x \\| 3 \\| 9\\.0 \\|")

@@ -1,12 +1,15 @@
 // option_tables — prints the library's option tables, one a line ("tiers: 10M 50M …"), read
 // straight from lib/ and not through any tool's --help, for tests/cli/option_lists.cmake to hold
-// every --help list and docs table against. Built by tests/cli/cli_option_lists.cmake.
+// every --help list and docs table against, and for tests/check_docs.py to hold the lists that
+// README.md and docs/ mark (<!-- list: TABLE -->) against. Built by tests/cli/cli_option_lists.cmake.
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/analysis/tabulate.h"
 #include "lib/base/log.h"
+#include "lib/run/arm.h"
 #include "lib/run/config.h"
 #ifdef SG_OPTION_TABLES_TORCH
 #include "lib/instruments/corruption.h"
@@ -37,6 +40,16 @@ int main() {
   print("format-spellings", spellings);
   print("format-extensions", extensions);
   print("log-levels", sg::log::level_names());
+  // The options of each arm axis but "none", as --help and the pages list them.
+  for (const auto& [table, axis] : {std::pair{"zero-options", sg::ArmAxis::zero},
+                                    std::pair{"filters", sg::ArmAxis::filter},
+                                    std::pair{"output-gates", sg::ArmAxis::output_gate}}) {
+    std::vector<std::string> names;
+    for (const auto& name : sg::option_names(axis))
+      if (name != "none") names.push_back(name);
+    print(table, names);
+  }
+  print("paper-arms", sg::paper_arm_names());
 #ifdef SG_OPTION_TABLES_TORCH
   print("junk", sg::junk_type_names());
   print("cutoffs", sg::cutoff_names());
