@@ -120,6 +120,22 @@ set_tests_properties("cli: sg-train --precision auto trains in bf16 on a CPU wit
   FIXTURES_REQUIRED sg_tokens
   PASS_REGULAR_EXPRESSION "^auto: (bf16|float32), as /proc/cpuinfo says\n1\nmasked: float32\n  precision +not recorded \\(a run file of an older version: float32 on a CPU, bf16 on a GPU\\)\nresumed: float32\n$")
 
+# AMX: where the CPU lists AMX-BF16 (Intel Sapphire Rapids and later), a bf16 run's matrix products
+# run on AMX tiles: oneDNN's own account of each product it executes (ONEDNN_VERBOSE=1) names an
+# AMX kernel for every bf16 matmul of a training step. Skipped, and reported so, without AMX.
+add_test(NAME "cli: sg-train's bf16 matrix products run on AMX tiles where the CPU has AMX-BF16"
+         COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/amx'; rm -rf \"$d\"; mkdir -p \"$d\"
+if ! grep -qE '^flags.* amx_bf16( |$)' /proc/cpuinfo || ! grep -qE '^flags.* amx_tile( |$)' /proc/cpuinfo; then
+  echo 'SKIPPED: this CPU has no AMX-BF16'; exit 0; fi
+ONEDNN_VERBOSE=1 ${train} --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_AUTO_LINE} --precision bf16 --stop-after 1 -o \"$d/run.h5\" \
+  2>&1 | grep -E '^onednn_verbose,.*,exec,cpu,matmul,.*src:bf16' > \"$d/matmuls.txt\" || true
+total=$(wc -l < \"$d/matmuls.txt\"); amx=$(grep -c '_amx,' \"$d/matmuls.txt\" || true)
+if [ \"$total\" -gt 0 ] && [ \"$amx\" = \"$total\" ]; then echo \"every one of $total bf16 matmuls on AMX tiles\"
+else echo \"$amx of $total bf16 matmuls on AMX tiles\"; head -3 \"$d/matmuls.txt\"; fi")
+set_tests_properties("cli: sg-train's bf16 matrix products run on AMX tiles where the CPU has AMX-BF16" PROPERTIES
+  FIXTURES_REQUIRED sg_tokens SKIP_REGULAR_EXPRESSION "SKIPPED: this CPU has no AMX-BF16"
+  PASS_REGULAR_EXPRESSION "^every one of [1-9][0-9]* bf16 matmuls on AMX tiles\n$")
+
 # The loss's own AVX512-BF16 products are a bf16 run's plan: named in a float32 run they are
 # refused by name; in a bf16 run (where the CPU has AVX512-BF16) recorded and printed by sg-info.
 add_test(NAME "cli: sg-train takes avx512bf16 loss products in a bf16 run only"
