@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "lib/base/cli.h"
 #include "lib/base/error.h"
@@ -58,7 +59,7 @@ std::string describe_labels(const std::vector<std::pair<std::string, std::string
 /// change it is refused rather than silently ignored, but for loss_plan: a new one replaces the
 /// run's recorded plan (*loss_plan set; sg::train warns that the run is then not bitwise
 /// identical to an uninterrupted one).
-sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& parser, std::string* loss_plan) {
+sg::RunConfig resumed_config(const Options& options, const sg::cli::Parser& parser, std::optional<sg::LossPlan>* loss_plan) {
   const auto& path = options.common.output;
   const auto state = sg::read_run_state(path);
   const sg::RunConfig& config = state.config;
@@ -112,7 +113,7 @@ void run(const Options& options, const sg::cli::Parser& parser) {
       throw sg::OutputError("--log-json " + options.log_json + " is " + what + ": appending the curves would destroy it",
                             "give the JSON log a file of its own");
   sg::RunConfig config;
-  std::string loss_plan;  // --resume --set loss_plan=…: the plan replacing the run's
+  std::optional<sg::LossPlan> loss_plan;  // --resume --set loss_plan=…: the plan replacing the run's
   if (options.resume) {
     config = resumed_config(options, parser, &loss_plan);
   } else {
@@ -211,14 +212,15 @@ int main(int argc, char** argv) {
   parser.footer("The loss plan (--set loss_plan=…): auto (the default) chooses the CPU loss's chunk rows, products "
                 "and softmax-row kernel for this machine (measured once per machine and shape, cached in "
                 "~/.cache/sinkgate/loss-chunks.tsv); ROWS:PRODUCTS[:ROW_KERNEL] fixes it, e.g. 2048:avx512 or "
-                "1024:plain:portable (PRODUCTS plain, packed or avx512, or bf16 or avx512bf16 in a bf16 run; ROW_KERNEL avx512f, avx2 or portable, left "
-                "out: the best this CPU runs, as SINKGATE_CPU_KERNELS allows). The plan is recorded in the run file and kept by --resume, so a run "
+                "1024:plain:portable (PRODUCTS " + sg::loss_products_names(sg::ProductsOf::float32_runs) + ", or " +
+                sg::loss_products_names(sg::ProductsOf::bf16_runs_only) + " in a bf16 run; ROW_KERNEL " +
+                sg::row_kernel_names() + ", left out: the best this CPU runs, as SINKGATE_CPU_KERNELS allows). The plan is recorded in the run file and kept by --resume, so a run "
                 "continues with the arithmetic it started with; --resume --set loss_plan=… replaces it, with a "
                 "warning (not bitwise identical to an uninterrupted run). "
                 "Environment (for runs that have no plan yet): SINKGATE_CPU_KERNELS=0 turns off the CPU fast paths "
                 "of the float32 loss (MKL's packed GEMM, the AVX-512 products, the AVX-512 or AVX2 softmax rows; "
                 "=avx2 caps the rows at AVX2); the same arithmetic then runs through torch::mm and ATen. "
-                "SINKGATE_LOSS_CHUNK_ROWS=N and SINKGATE_LOSS_PRODUCTS=plain|packed|avx512|bf16|avx512bf16 (or "
+                "SINKGATE_LOSS_CHUNK_ROWS=N and SINKGATE_LOSS_PRODUCTS=PRODUCTS (or "
                 "SINKGATE_LOSS_PACKED=0|1) set the plan instead of measuring it (SINKGATE_LOSS_TUNING=0: the fixed "
                 "rule); the old names SG_* still work. Data parallelism: "
                 "launched by torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, "

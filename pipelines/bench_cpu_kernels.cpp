@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   sg::tune_allocator();  // the heap as sg-train has it: buffers reused, not faulted in afresh per chunk
   std::printf("# %s; %d threads; row kernels:", sg::cpu_model_name().c_str(), at::get_num_threads());
   const auto kernels = sg::exp_shifted_rows_kernels();
-  for (const auto& k : kernels) std::printf(" %s", k.c_str());
+  for (const auto k : kernels) std::printf(" %s", sg::row_kernel_name(k));
   std::printf("%s; MKL packed GEMM %s\n", kernels.empty() ? " none" : "",
               sg::PackedRightOperand::available() ? "present" : "absent");
 
@@ -227,7 +227,8 @@ int main(int argc, char** argv) {
   auto x = torch::empty_like(logits);
   std::vector<float> rowmax(rows);
   std::vector<double> sums(rows);
-  std::vector<std::string> passes = kernels;
+  std::vector<std::string> passes;  // the row kernels by name, then ATen's sweeps
+  for (const auto k : kernels) passes.emplace_back(sg::row_kernel_name(k));
   passes.push_back("aten");
   std::vector<std::vector<double>> pass_times(passes.size());
   for (int round = 0; round <= rounds; ++round)  // round 0: a warm-up, not kept

@@ -11,25 +11,24 @@
 namespace sg {
 
 MeasuringPlan measuring_loss_plan(const RunConfig& config, const torch::Device& device) {
-  const LossPlanSpec spec = parse_loss_plan(config.train.loss_plan);
+  const LossPlan& named = config.train.loss_plan;
   MeasuringPlan out;
-  if (spec.automatic()) {
+  if (named.automatic()) {
     out.text = "this machine's automatic plan (the run records none)";
     return out;
   }
   if (!device.is_cpu()) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
-    out.plan = {spec.chunk_rows, LossProducts::plain, "portable"};
-    out.text = "chunks of " + std::to_string(spec.chunk_rows) + " rows, the run's own (on " + device.str() +
+    out.plan = {named.chunk_rows, LossProducts::plain, RowKernel::portable};
+    out.text = "chunks of " + std::to_string(named.chunk_rows) + " rows, the run's own (on " + device.str() +
                " only the chunk applies)";
     return out;
   }
-  const LossPlan recorded = spelled_loss_plan(spec.chunk_rows, spec.products, spec.row_kernel);
-  // A bf16 run's plan: it is measured in float32, where its products run as float32 ones (bf16:
-  // plain; avx512bf16: the own AVX-512 ones), as its validation ran in training.
-  const bool from_bf16 = bf16_products(recorded.products);
-  const LossProducts float32_products =
-      recorded.products == LossProducts::avx512bf16 ? LossProducts::avx512 : LossProducts::plain;
-  const LossPlan wanted = from_bf16 ? LossPlan{recorded.chunk_rows, float32_products, recorded.row_kernel} : recorded;
+  const LossPlan recorded = spelled_loss_plan(named);
+  // A bf16 run's plan: it is measured in float32, where its products run as float32 ones (the
+  // table's in_float32: bf16 as plain, avx512bf16 as avx512), as its validation ran in training.
+  const bool from_bf16 = info(recorded.products).bf16_run_only;
+  const LossPlan wanted =
+      from_bf16 ? LossPlan{recorded.chunk_rows, info(recorded.products).in_float32, recorded.row_kernel} : recorded;
   const std::string own = from_bf16 ? ", the bf16 run's " + loss_plan_text(recorded) + " in float32" : ", the run's own";
   const std::string missing = loss_plan_missing(wanted);
   if (missing.empty()) {

@@ -1,6 +1,7 @@
-// cpu_gemm.h — the loss's own float32 matrix product in AVX-512, for CPUs where the BLAS in the
-// torch library runs narrower kernels than the CPU can (MKL takes 256-bit paths on AMD CPUs,
-// while Zen 5 executes 512-bit FMAs at full width: twice the rate). A BLIS-style blocked product
+// cpu_gemm.h — the loss's own matrix products in AVX-512 (float32, and bf16 operands summed in
+// float32), for CPUs where the BLAS in the torch library runs narrower kernels than the CPU can
+// (MKL takes 256-bit paths on AMD CPUs, while Zen 5 executes 512-bit FMAs at full width: twice
+// the rate). A BLIS-style blocked product
 // (packed A and B blocks, a 12 × 32 register tile) split over torch's threads; and the same
 // product on bf16-rounded operands with AVX512-BF16's vdpbf16ps, for CPU bf16 runs. Whether it beats
 // the BLAS on a machine is measured, not assumed (loss_tuning.h): on a CPU where MKL runs its

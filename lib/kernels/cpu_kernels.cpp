@@ -45,8 +45,6 @@ std::atomic<bool>& capped_at_avx2() {
   return capped;
 }
 
-enum class RowKernel { none, avx2, avx512 };
-
 // Function-local statics: __builtin_cpu_supports is not to be called before main without
 // __builtin_cpu_init.
 bool cpu_has_avx512() {
@@ -60,9 +58,9 @@ bool cpu_has_avx2() {
 }
 
 RowKernel row_kernel() {
-  if (!kernels_enabled()) return RowKernel::none;
-  if (cpu_has_avx512() && !capped_at_avx2()) return RowKernel::avx512;
-  return cpu_has_avx2() ? RowKernel::avx2 : RowKernel::none;
+  if (!kernels_enabled()) return RowKernel::portable;
+  if (cpu_has_avx512() && !capped_at_avx2()) return RowKernel::avx512f;
+  return cpu_has_avx2() ? RowKernel::avx2 : RowKernel::portable;
 }
 
 // MKL's CBLAS packed-GEMM interface (LP64: MKL_INT is int; the enums are C enums).
@@ -334,22 +332,15 @@ void PackedRightOperand::multiply(const float* a, int64_t lda, int64_t m, float*
                 packed_.data_ptr<float>(), as_int(k_), 0.0f, c, as_int(ldc));
 }
 
-bool has_exp_shifted_rows() { return row_kernel() != RowKernel::none; }
+bool has_exp_shifted_rows() { return row_kernel() != RowKernel::portable; }
 
-std::string exp_shifted_rows_isa() {
-  switch (row_kernel()) {
-    case RowKernel::avx512: return "avx512f";
-    case RowKernel::avx2: return "avx2";
-    case RowKernel::none: break;
-  }
-  return "";
-}
+RowKernel switched_row_kernel() { return row_kernel(); }
 
-std::vector<std::string> exp_shifted_rows_kernels() {
-  std::vector<std::string> kernels;
+std::vector<RowKernel> exp_shifted_rows_kernels() {
+  std::vector<RowKernel> kernels;
   if (!kernels_enabled()) return kernels;
-  if (cpu_has_avx512()) kernels.push_back("avx512f");
-  if (cpu_has_avx2()) kernels.push_back("avx2");
+  if (cpu_has_avx512()) kernels.push_back(RowKernel::avx512f);
+  if (cpu_has_avx2()) kernels.push_back(RowKernel::avx2);
   return kernels;
 }
 
@@ -381,21 +372,27 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-bool cpu_has_row_kernel(const std::string& isa) {
-  return (isa == "avx512f" && cpu_has_avx512()) || (isa == "avx2" && cpu_has_avx2());
+bool cpu_has_row_kernel(RowKernel kernel) {
+  switch (kernel) {
+    case RowKernel::portable: return true;
+    case RowKernel::avx2: return cpu_has_avx2();
+    case RowKernel::avx512f: return cpu_has_avx512();
+  }
+  return false;
 }
 
 void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums,
-                      const std::string& isa) {
+                      std::optional<RowKernel> named) {
   RowKernel kernel = row_kernel();
-  if (!isa.empty()) {
-    if (!cpu_has_row_kernel(isa)) throw std::logic_error("exp_shifted_rows: the CPU cannot run the row kernel '" + isa + "'");
-    kernel = isa == "avx512f" ? RowKernel::avx512 : RowKernel::avx2;
+  if (named) {
+    if (*named == RowKernel::portable || !cpu_has_row_kernel(*named))
+      throw std::logic_error(std::string("exp_shifted_rows: the CPU cannot run the row kernel '") + row_kernel_name(*named) + "'");
+    kernel = *named;
   }
-  if (kernel == RowKernel::none) throw std::logic_error("exp_shifted_rows: the CPU has neither AVX-512F nor AVX2 with FMA");
+  if (kernel == RowKernel::portable) throw std::logic_error("exp_shifted_rows: the CPU has neither AVX-512F nor AVX2 with FMA");
   at::parallel_for(0, rows, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
-      sums[r] = kernel == RowKernel::avx512 ? exp_shifted_row(x + r * stride, n, rowmax + r)
+      sums[r] = kernel == RowKernel::avx512f ? exp_shifted_row(x + r * stride, n, rowmax + r)
                                             : exp_shifted_row_avx2(x + r * stride, n, rowmax + r);
   });
 }

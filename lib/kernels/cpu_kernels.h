@@ -7,8 +7,11 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "lib/io/loss_plan.h"
 
 namespace sg {
 
@@ -54,16 +57,17 @@ void limit_cpu_kernels_to_avx2(bool limited);
 /// Whether exp_shifted_rows runs here (the CPU has AVX-512F, or AVX2 with FMA).
 bool has_exp_shifted_rows();
 
-/// The instruction set exp_shifted_rows uses here: "avx512f", "avx2" (with FMA), or "" (none).
-std::string exp_shifted_rows_isa();
+/// The row kernel the switches (SINKGATE_CPU_KERNELS, enable_cpu_kernels, the AVX2 cap) let run
+/// here: avx512f, avx2 (with FMA), or portable (ATen's sweeps) where none does.
+RowKernel switched_row_kernel();
 
-/// Whether the CPU has the instruction set of the row kernel `isa` ("avx512f", or "avx2" with FMA),
-/// whatever the switches say.
-bool cpu_has_row_kernel(const std::string& isa);
+/// Whether the CPU has the instruction set of the row kernel (portable: always), whatever the
+/// switches say.
+bool cpu_has_row_kernel(RowKernel kernel);
 
-/// Every row kernel this CPU can run (what exp_shifted_rows_isa() gives uncapped, then capped
+/// Every fused row kernel this CPU can run (what switched_row_kernel() gives uncapped, then capped
 /// at AVX2), none when the fast paths are off: to test or time each of them.
-std::vector<std::string> exp_shifted_rows_kernels();
+std::vector<RowKernel> exp_shifted_rows_kernels();
 
 /// The bf16 matrix instructions this CPU has, best first: "amx-bf16" (AMX tiles), "avx512-bf16"
 /// (AVX512-BF16's vdpbf16ps). None where it has neither, or where SINKGATE_CPU_KERNELS=avx2 (or
@@ -82,12 +86,12 @@ std::string cpu_model_name();
 /// Each row is read twice, the second time from cache; the exponential is accurate to about
 /// 2 ulp of float32 (Cephes' polynomial), results below exp(-103) are 0; sums are accumulated in
 /// float over blocks of 2,048 and in double across blocks. Rows are split over torch's threads.
-/// `isa` names the kernel ("avx512f" or "avx2", run where cpu_has_row_kernel(isa) whatever the
-/// switches); "" takes exp_shifted_rows_isa()'s. Throws std::logic_error where the kernel cannot
-/// run. Both instruction sets give the same exponentials and maxima; their sums differ only in
+/// `kernel` names the kernel (avx512f or avx2, run where cpu_has_row_kernel(kernel) whatever the
+/// switches); none takes switched_row_kernel()'s. Throws std::logic_error where the kernel cannot
+/// run (portable included: it is ATen's, not this function). Both instruction sets give the same exponentials and maxima; their sums differ only in
 /// the order of the additions.
 void exp_shifted_rows(float* x, int64_t rows, int64_t n, int64_t stride, float* rowmax, double* sums,
-                      const std::string& isa = "");
+                      std::optional<RowKernel> kernel = std::nullopt);
 
 /// Whether exp_shifted_rows_bf16 can run here: the CPU has AVX512-BF16 (the switches aside).
 bool cpu_has_bf16_rows();

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "lib/kernels/cpu_gemm.h"
 #include "lib/kernels/cpu_kernels.h"
@@ -17,17 +18,6 @@ namespace sg {
 namespace {
 
 using torch::indexing::Slice;
-
-// A plan's row kernel as the autograd function takes it.
-constexpr int64_t kRowsBySwitches = -1, kRowsPortable = 0, kRowsAvx2 = 1, kRowsAvx512 = 2;
-
-int64_t row_kernel_code(const std::string& name) {
-  if (name.empty()) return kRowsBySwitches;
-  if (name == "avx512f") return kRowsAvx512;
-  if (name == "avx2") return kRowsAvx2;
-  if (name == "portable") return kRowsPortable;
-  throw std::invalid_argument("linear_cross_entropy: unknown row kernel '" + name + "'");
-}
 
 /// The loss's three matrix products on one chunk of rows, each by the path the plan and the CPU
 /// allow: the loss's own AVX-512 products (float32, or bf16 with float32 results), MKL's packed
@@ -40,7 +30,7 @@ struct ChunkProducts {
   torch::Tensor weight_h;          // the weight in `low`, cast once
   bool own = false;                // the AVX-512 products: gemm_avx512, or gemm_avx512_bf16
   decltype(&gemm_avx512) gemm = gemm_avx512;
-  bool bf16_e = false;  // own bf16: E in bf16 over the first half of each logits row (exp_rows_to_bf16)
+  bool bf16_e = false;  // own bf16: E in bf16 over the first half of each logits row (exp_float_rows_to_bf16_front)
   torch::Tensor weight_c;          // own: the contiguous weight that w points into
   const float* w = nullptr;        // (V, C) row-major
   std::optional<PackedRightOperand> times_weight_t, times_weight;  // · Wᵀ (logits), · W (E W)
@@ -105,10 +95,17 @@ struct ChunkProducts {
   }
 };
 
-/// Turns (n, V) logits into E = exp(logits - rowmax) in place; returns rowmax (n, 1) and
-/// s = rowsum(E) (n; float64 from the fused rows kernel `isa`).
-std::pair<torch::Tensor, torch::Tensor> exp_rows(torch::Tensor& logits, int64_t n, int64_t vocab, bool fused,
-                                                 const std::string& isa) {
+/// Rowmax (n, 1) and s = rowsum(E) (n) of a chunk's logits, E = exp(logits - rowmax) written in
+/// place over the logits' buffer in the layout the row path gives (RowsPath), and the target's
+/// logit `picked` (read before E overwrites it).
+struct ChunkExp {
+  torch::Tensor rowmax, sums, picked;
+};
+
+/// float32 (or float64) logits in, E float32 in place: ATen's three sweeps, or one pass of the
+/// fused row kernel `kernel` (none: the switches'), whose sums are float64.
+std::pair<torch::Tensor, torch::Tensor> exp_float_rows(torch::Tensor& logits, int64_t n, int64_t vocab, bool fused,
+                                                       std::optional<RowKernel> kernel) {
   if (!fused) {
     auto rowmax = logits.amax(1, /*keepdim=*/true);
     logits.sub_(rowmax).exp_();
@@ -116,21 +113,22 @@ std::pair<torch::Tensor, torch::Tensor> exp_rows(torch::Tensor& logits, int64_t 
   }
   auto rowmax = torch::empty({n, 1}, logits.options());
   auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
-  exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>(), isa);
+  exp_shifted_rows(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>(), kernel);
   return {rowmax, sums};
 }
 
-/// The same on float32 logits, E written in bf16 over the first half of each row
-/// (exp_shifted_rows_to_bf16): float32 logits and sums, bf16 E for the own bf16 products.
-std::pair<torch::Tensor, torch::Tensor> exp_rows_to_bf16(torch::Tensor& logits, int64_t n, int64_t vocab) {
+/// float32 logits in, E out in bf16 packed into the first half of each row's bytes
+/// (exp_shifted_rows_to_bf16): float32 sums, bf16 E for the own bf16 products.
+std::pair<torch::Tensor, torch::Tensor> exp_float_rows_to_bf16_front(torch::Tensor& logits, int64_t n, int64_t vocab) {
   auto rowmax = torch::empty({n, 1}, logits.options());
   auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
   exp_shifted_rows_to_bf16(logits.data_ptr<float>(), n, vocab, vocab, rowmax.data_ptr<float>(), sums.data_ptr<double>());
   return {rowmax, sums};
 }
 
-/// The same on bf16 logits in place (exp_shifted_rows_bf16): E in bf16, ready for the bf16 products.
-std::pair<torch::Tensor, torch::Tensor> exp_rows_bf16(torch::Tensor& logits, int64_t n, int64_t vocab) {
+/// bf16 logits in, E bf16 in place, element for element (exp_shifted_rows_bf16): ready for the
+/// bf16 products.
+std::pair<torch::Tensor, torch::Tensor> exp_bf16_rows_in_place(torch::Tensor& logits, int64_t n, int64_t vocab) {
   auto rowmax = torch::empty({n, 1}, logits.options().dtype(torch::kFloat));
   auto sums = torch::empty({n}, logits.options().dtype(torch::kDouble));
   exp_shifted_rows_bf16(reinterpret_cast<uint16_t*>(logits.data_ptr<at::BFloat16>()), n, vocab, vocab,
@@ -138,18 +136,39 @@ std::pair<torch::Tensor, torch::Tensor> exp_rows_bf16(torch::Tensor& logits, int
   return {rowmax, sums};
 }
 
+/// How a chunk's logits become E: ATen's three sweeps, the fused float32 row kernel, bf16 logits
+/// to bf16 E in place (autocast's bf16 products with the AVX-512 rows), or float32 logits to bf16
+/// E at the front of each row (the own bf16 products with the AVX-512 rows, ChunkProducts::bf16_e).
+enum class RowsPath { aten, fused, bf16_in_place, float_to_bf16_front };
+
 /// Which paths a call of the loss takes, decided from its inputs, the plan and the CPU before
 /// autocast is kept out (is_autocast_enabled reads the dispatch keys that guard excludes).
 struct LossRoute {
   torch::ScalarType math = torch::kFloat;  // softmax and sums: float32 (float64 for float64 inputs)
   torch::ScalarType low = torch::kFloat;   // the products' dtype: autocast's where it is on
   bool autocast = false, cpu_float_inputs = false, fixed = false;
-  bool own_bf16 = false, cpu_float = false, fused_rows = false, avx512_bf16_rows = false, bf16_rows = false;
+  bool own_bf16 = false, cpu_float = false;
   LossProducts products = LossProducts::plain;
-  std::string rows_isa;  // a fixed plan's row kernel: "avx512f", "avx2" or "" (portable, or by the switches)
+  std::optional<RowKernel> row_kernel;  // a fixed plan's (none: the switches')
+  RowsPath rows = RowsPath::aten;
 };
 
-LossRoute route_of(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t products, int64_t row_kernel) {
+/// The row path of a route (see RowsPath): the fused rows where the plan (a fixed one: wherever the
+/// CPU has them) or the switches let them run, their bf16 forms where the CPU has AVX512-BF16.
+RowsPath rows_path(const LossRoute& r) {
+  const bool fused = r.cpu_float_inputs && (r.fixed ? *r.row_kernel != RowKernel::portable && cpu_has_row_kernel(*r.row_kernel)
+                                                    : has_exp_shifted_rows());
+  // The AVX-512 rows with bf16 output, where the CPU has AVX512-BF16 (a bf16 run's does). With
+  // bf16 products they read the bf16 logits and write bf16 E in place (no float32 logits, no cast
+  // of E); with the own bf16 products, see ChunkProducts::bf16_e.
+  const bool avx512_bf16 = fused && cpu_has_bf16_rows() &&
+                           (r.fixed ? *r.row_kernel : switched_row_kernel()) == RowKernel::avx512f;
+  if (avx512_bf16 && r.low == torch::kBFloat16) return RowsPath::bf16_in_place;
+  if (avx512_bf16 && r.own_bf16) return RowsPath::float_to_bf16_front;
+  return fused ? RowsPath::fused : RowsPath::aten;
+}
+
+LossRoute route_of(const torch::Tensor& hidden, const torch::Tensor& weight, const LossPlan& plan) {
   LossRoute r;
   r.math = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   // The products' dtype: autocast's where it is on (bf16 on the GPU), as autocast would run them.
@@ -160,8 +179,9 @@ LossRoute route_of(const torch::Tensor& hidden, const torch::Tensor& weight, int
   const auto device_type = hidden.device().type();
   r.autocast = r.math == torch::kFloat && at::autocast::is_autocast_enabled(device_type);
   r.cpu_float_inputs = hidden.is_cpu() && hidden.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat;
-  r.fixed = row_kernel != kRowsBySwitches;
-  r.products = static_cast<LossProducts>(products);
+  r.fixed = plan.fixed();
+  r.row_kernel = plan.row_kernel;
+  r.products = plan.products;
   const bool float_products_named = r.products == LossProducts::packed || r.products == LossProducts::avx512;
   // The own bf16 products under autocast: float32 operands rounded to bf16 as they are packed,
   // float32 logits and exponentials (so `low` stays float32 and the float32 rows run).
@@ -171,14 +191,7 @@ LossRoute route_of(const torch::Tensor& hidden, const torch::Tensor& weight, int
   r.low = r.autocast && !r.cpu_float ? at::autocast::get_autocast_dtype(device_type) : hidden.scalar_type();
   // CPU float32: max, exp and sum are one pass over each row (float32 logits, whatever the
   // products' dtype). A fixed plan (a named row kernel) runs the paths it names wherever the CPU has them.
-  r.rows_isa = row_kernel == kRowsAvx512 ? "avx512f" : row_kernel == kRowsAvx2 ? "avx2" : "";
-  r.fused_rows = r.cpu_float_inputs && (r.fixed ? !r.rows_isa.empty() && cpu_has_row_kernel(r.rows_isa) : has_exp_shifted_rows());
-  // The AVX-512 rows with bf16 output, where the CPU has AVX512-BF16 (a bf16 run's does). With
-  // bf16 products they read the bf16 logits and write bf16 E in place (no float32 logits, no cast
-  // of E); with the own bf16 products, see ChunkProducts::bf16_e.
-  r.avx512_bf16_rows = r.fused_rows && cpu_has_bf16_rows() &&
-                       (r.fixed ? r.rows_isa == "avx512f" : exp_shifted_rows_isa() == "avx512f");
-  r.bf16_rows = r.avx512_bf16_rows && r.low == torch::kBFloat16;
+  r.rows = rows_path(r);
   return r;
 }
 
@@ -201,7 +214,7 @@ ChunkProducts chunk_products(const LossRoute& r, const torch::Tensor& hidden, co
   if (r.own_bf16) paths.gemm = gemm_avx512_bf16;
   // The own bf16 products with the AVX-512 rows: E written once, in bf16, for both gradient
   // products (half the bytes they read, and no rounding as they pack).
-  paths.bf16_e = r.own_bf16 && r.avx512_bf16_rows;
+  paths.bf16_e = r.rows == RowsPath::float_to_bf16_front;
   paths.weight_c = paths.own ? weight.contiguous() : weight;
   paths.w = paths.own ? paths.weight_c.data_ptr<float>() : nullptr;
   if (r.cpu_float && r.products == LossProducts::packed && rows > 0 &&
@@ -214,6 +227,43 @@ ChunkProducts chunk_products(const LossRoute& r, const torch::Tensor& hidden, co
   return paths;
 }
 
+/// A chunk's logits h Wᵀ (n, V) turned into E in `e` as the route's row path does it.
+ChunkExp chunk_exponentials(const LossRoute& route, const ChunkProducts& paths, const torch::Tensor& h,
+                            const torch::Tensor& t, int64_t n, torch::Tensor& e) {
+  const int64_t vocab = paths.vocab;
+  e = route.rows == RowsPath::bf16_in_place ? torch::matmul(h.to(route.low), paths.weight_h.t()) : paths.logits(h, n);
+  ChunkExp out;
+  out.picked = e.gather(1, t.unsqueeze(1)).squeeze(1).to(route.math);
+  switch (route.rows) {
+    case RowsPath::bf16_in_place: std::tie(out.rowmax, out.sums) = exp_bf16_rows_in_place(e, n, vocab); break;
+    case RowsPath::float_to_bf16_front: std::tie(out.rowmax, out.sums) = exp_float_rows_to_bf16_front(e, n, vocab); break;
+    case RowsPath::fused: std::tie(out.rowmax, out.sums) = exp_float_rows(e, n, vocab, true, route.row_kernel); break;
+    case RowsPath::aten: std::tie(out.rowmax, out.sums) = exp_float_rows(e, n, vocab, false, route.row_kernel); break;
+  }
+  return out;
+}
+
+/// One call's gradients, filled chunk by chunk (see LinearCrossEntropy).
+struct LossGradients {
+  torch::Tensor weight_m, hidden, weight;  // weight_m: the weight in `math`
+  double inverse_rows = 0;
+
+  /// Adds rows [begin, begin + n)'s part: dhidden's rows and dweight's sum.
+  void add(const LossRoute& route, const ChunkProducts& paths, const torch::Tensor& e, const ChunkExp& exp,
+           const torch::Tensor& h, const torch::Tensor& t, int64_t begin, int64_t n) {
+    const auto math = route.math;
+    const auto row_scale = (exp.sums.reciprocal() * inverse_rows).to(math).unsqueeze(1);  // 1 / (s N), (n, 1)
+    const auto h_m = h.to(math);
+    const auto e_h = e.to(route.low);
+    const torch::Tensor product = paths.times_w(e, e_h, n);  // (n, C)
+    hidden.index_put_({Slice(begin, begin + n)},
+                      (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
+    const auto h_scaled = h_m * row_scale;
+    paths.add_grad_weight(weight, e, e_h, h_scaled, n, /*first=*/begin == 0);
+    weight.index_add_(0, t, h_m, -inverse_rows);
+  }
+};
+
 // Per chunk of rows, with E = exp(logits - rowmax) and s = rowsum(E), so that softmax = E / s:
 //   loss     = sum_rows (rowmax + log s - logit[target]) / N
 //   dhidden  = (E W) / (s N)  -  W[target] / N                   (row scaling after the product)
@@ -223,52 +273,38 @@ ChunkProducts chunk_products(const LossRoute& r, const torch::Tensor& hidden, co
 // place (beta = 1) instead of through an (V, C) temporary.
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
-  // row_kernel: kRowsBySwitches, or a fixed plan's kernel (kRowsPortable, kRowsAvx2, kRowsAvx512).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight,
-                               torch::Tensor targets, int64_t chunk_rows, int64_t products, int64_t row_kernel) {
+                               torch::Tensor targets, LossPlan plan) {
     const int64_t rows = hidden.size(0), vocab = weight.size(0);
     // apply() runs this with grad mode off whatever the caller's, so the inputs' flags say whether
     // a gradient will be asked for; linear_cross_entropy detaches them where the caller's grad
     // mode is off (a parameter keeps requires_grad under NoGradGuard: validation would otherwise
     // pay for both gradient products).
     const bool need_grad = hidden.requires_grad() || weight.requires_grad();
-    if (chunk_rows <= 0) chunk_rows = default_loss_chunk_rows(vocab);  // ~64 MB of float logits
-    const LossRoute route = route_of(hidden, weight, products, row_kernel);
-    const auto math = route.math, low = route.low;
-    const double inverse_rows = 1.0 / static_cast<double>(rows);
+    if (plan.chunk_rows <= 0) plan.chunk_rows = default_loss_chunk_rows(vocab);  // ~64 MB of float logits
+    const LossRoute route = route_of(hidden, weight, plan);
+    const auto math = route.math;
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-    torch::Tensor grad_hidden, grad_weight;
-    const auto weight_m = weight.to(math);
+    LossGradients gradients;
+    gradients.inverse_rows = 1.0 / static_cast<double>(rows);
+    gradients.weight_m = weight.to(math);
     if (need_grad) {
-      grad_hidden = torch::empty_like(hidden);
-      grad_weight = torch::empty(weight.sizes(), weight.options().dtype(math));
+      gradients.hidden = torch::empty_like(hidden);
+      gradients.weight = torch::empty(weight.sizes(), weight.options().dtype(math));
     }
-    const ChunkProducts paths = chunk_products(route, hidden, weight, chunk_rows, need_grad);
+    const ChunkProducts paths = chunk_products(route, hidden, weight, plan.chunk_rows, need_grad);
     auto total = torch::zeros({}, hidden.options().dtype(torch::kDouble));
-    for (int64_t begin = 0; begin < rows; begin += chunk_rows) {
-      const int64_t end = std::min(rows, begin + chunk_rows), n = end - begin;
-      const auto h = hidden.index({Slice(begin, end)});
-      const auto t = targets.index({Slice(begin, end)});
-      torch::Tensor logits = route.bf16_rows ? torch::matmul(h.to(low), paths.weight_h.t()) : paths.logits(h, n);  // (n, V)
-      const auto picked = logits.gather(1, t.unsqueeze(1)).squeeze(1).to(math);
-      const auto [rowmax, sums] = route.bf16_rows ? exp_rows_bf16(logits, n, vocab)
-                                  : paths.bf16_e  ? exp_rows_to_bf16(logits, n, vocab)
-                                                  : exp_rows(logits, n, vocab, route.fused_rows, route.rows_isa);
-      const auto& e = logits;
-      total += (rowmax.squeeze(1) + sums.log() - picked).sum().to(torch::kDouble);
-      if (!need_grad) continue;
-      const auto row_scale = (sums.reciprocal() * inverse_rows).to(math).unsqueeze(1);  // 1 / (s N), (n, 1)
-      const auto h_m = h.to(math);
-      const auto e_h = e.to(low);
-      const torch::Tensor product = paths.times_w(e, e_h, n);  // (n, C)
-      grad_hidden.index_put_({Slice(begin, end)},
-                             (product * row_scale - weight_m.index_select(0, t) * inverse_rows).to(h.scalar_type()));
-      const auto h_scaled = h_m * row_scale;
-      paths.add_grad_weight(grad_weight, e, e_h, h_scaled, n, /*first=*/begin == 0);
-      grad_weight.index_add_(0, t, h_m, -inverse_rows);
+    for (int64_t begin = 0; begin < rows; begin += plan.chunk_rows) {
+      const int64_t n = std::min(rows, begin + plan.chunk_rows) - begin;
+      const auto h = hidden.index({Slice(begin, begin + n)});
+      const auto t = targets.index({Slice(begin, begin + n)});
+      torch::Tensor e;  // (n, V): the logits, then E
+      const ChunkExp exp = chunk_exponentials(route, paths, h, t, n, e);
+      total += (exp.rowmax.squeeze(1) + exp.sums.log() - exp.picked).sum().to(torch::kDouble);
+      if (need_grad) gradients.add(route, paths, e, exp, h, t, begin, n);
     }
-    if (need_grad) ctx->save_for_backward({grad_hidden, grad_weight.to(weight.scalar_type())});
-    return (total * inverse_rows).to(math);
+    if (need_grad) ctx->save_for_backward({gradients.hidden, gradients.weight.to(weight.scalar_type())});
+    return (total * gradients.inverse_rows).to(math);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -277,9 +313,9 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const auto& scale = grads[0];
     // The usual case, loss.backward() with one micro-batch a step: no (V, C) multiply by one.
     if (scale.device().is_cpu() && scale.item<double>() == 1.0)
-      return {saved[0], saved[1], torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+      return {saved[0], saved[1], torch::Tensor(), torch::Tensor()};
     return {saved[0] * scale.to(saved[0].scalar_type()), saved[1] * scale.to(saved[1].scalar_type()),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -298,28 +334,14 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Ten
       chosen.chunk_rows = forced_loss_chunk_rows();
     chosen.row_kernel = plan.row_kernel;
   }
-  const int64_t row_kernel = row_kernel_code(chosen.row_kernel);
   if (!torch::GradMode::is_enabled())  // no gradient can be asked for: the logits product alone
-    return LinearCrossEntropy::apply(hidden.detach(), weight.detach(), targets, chosen.chunk_rows,
-                                     static_cast<int64_t>(chosen.products), row_kernel);
-  return LinearCrossEntropy::apply(hidden, weight, targets, chosen.chunk_rows, static_cast<int64_t>(chosen.products),
-                                   row_kernel);
+    return LinearCrossEntropy::apply(hidden.detach(), weight.detach(), targets, chosen);
+  return LinearCrossEntropy::apply(hidden, weight, targets, chosen);
 }
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                    const torch::Tensor& targets, int64_t chunk_rows) {
-  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, LossProducts::packed, ""});
-}
-
-const char* loss_products_name(LossProducts products) {
-  switch (products) {
-    case LossProducts::plain: return "plain";
-    case LossProducts::packed: return "packed";
-    case LossProducts::avx512: return "avx512";
-    case LossProducts::bf16: return "bf16";
-    case LossProducts::avx512bf16: return "avx512bf16";
-  }
-  return "plain";
+  return linear_cross_entropy(hidden, weight, targets, LossPlan{chunk_rows, LossProducts::packed, std::nullopt});
 }
 
 }  // namespace sg

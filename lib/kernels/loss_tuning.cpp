@@ -31,6 +31,17 @@ namespace {
 constexpr double kMeasureAbove = 4294967296.0;           // rows × width × vocab multiply-adds (2^32)
 constexpr int64_t kMostLogitBytes = int64_t{512} << 20;  // one chunk's float logits at most
 
+/// The best row kernel this CPU has, whatever the switches (the last row of the table it has).
+RowKernel best_row_kernel() {
+  RowKernel best = RowKernel::portable;
+  for (const auto& row : row_kernels_table())
+    if (cpu_has_row_kernel(row.value)) best = row.value;
+  return best;
+}
+
+/// Whether the CPU (and torch) has what the products need.
+bool cpu_runs(LossProducts products) { return cpu_feature_missing(info(products).needs).empty(); }
+
 std::string cache_path() { return cache_folder() + "/loss-chunks.tsv"; }
 
 std::string describe(const LossPlan& plan) {
@@ -40,7 +51,7 @@ std::string describe(const LossPlan& plan) {
 /// Which fast paths run: the row kernel's instruction set, MKL's packed GEMM and the AVX-512
 /// products, or "portable".
 std::string fast_paths() {
-  std::string paths = exp_shifted_rows_isa();
+  std::string paths = has_exp_shifted_rows() ? row_kernel_name(switched_row_kernel()) : "";
   if (PackedRightOperand::available()) paths += paths.empty() ? "mkl-packed" : "+mkl-packed";
   if (has_avx512_gemm()) paths += paths.empty() ? "avx512-gemm" : "+avx512-gemm";
   return paths.empty() ? "portable" : paths;
@@ -52,7 +63,7 @@ std::string fast_paths() {
 /// products in the same chunks; each with the best row kernel named (a fixed plan, so that float32
 /// products stay float32 under autocast).
 std::vector<LossPlan> bf16_plan_candidates(int64_t rows, int64_t vocab) {
-  const std::string rows_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
+  const RowKernel rows_kernel = best_row_kernel();
   const int64_t reference_rows = std::min(rows, default_loss_chunk_rows(vocab));
   std::vector<LossPlan> plans{{reference_rows, LossProducts::bf16, rows_kernel}};
   const auto chunks = loss_chunk_candidates(rows, vocab);
@@ -82,7 +93,7 @@ std::optional<LossPlan> read_cached(const std::string& key) {
     if (!products) continue;
     try {
       const long long rows = std::stoll(chunk);
-      if (rows > 0) found = LossPlan{rows, *products, ""};
+      if (rows > 0) found = LossPlan{rows, *products, std::nullopt};
     } catch (const std::exception&) {
     }
   }
@@ -184,7 +195,7 @@ int64_t default_loss_chunk_rows(int64_t vocab) { return std::max<int64_t>(64, (i
 
 LossPlan reference_plan(int64_t rows, int64_t vocab) {
   return {std::min(rows, default_loss_chunk_rows(vocab)),
-          PackedRightOperand::available() ? LossProducts::packed : LossProducts::plain, ""};
+          PackedRightOperand::available() ? LossProducts::packed : LossProducts::plain, std::nullopt};
 }
 
 std::vector<int64_t> loss_chunk_candidates(int64_t rows, int64_t vocab) {
@@ -208,12 +219,12 @@ std::vector<LossPlan> loss_plan_candidates(int64_t rows, int64_t vocab, bool bf1
   const auto chunks = loss_chunk_candidates(rows, vocab);
   if (packing)
     for (const int64_t n : chunks)
-      if (n != reference.chunk_rows) plans.push_back({n, LossProducts::packed, ""});
+      if (n != reference.chunk_rows) plans.push_back({n, LossProducts::packed, std::nullopt});
   for (const int64_t n : chunks)  // plain: the long chunks (torch::mm packs per product), or all but the reference
-    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, LossProducts::plain, ""});
+    if (packing ? n >= 512 || n == rows : n != reference.chunk_rows) plans.push_back({n, LossProducts::plain, std::nullopt});
   if (has_avx512_gemm())  // the AVX-512 products pack per block: the long chunks
     for (const int64_t n : chunks)
-      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512, ""});
+      if (n >= 512 || n == rows) plans.push_back({n, LossProducts::avx512, std::nullopt});
   return plans;
 }
 
@@ -233,13 +244,6 @@ int64_t forced_loss_chunk_rows() {
   return 0;
 }
 
-std::optional<LossProducts> loss_products_named(const std::string& name) {
-  for (const auto products : {LossProducts::plain, LossProducts::packed, LossProducts::avx512, LossProducts::bf16,
-                              LossProducts::avx512bf16})
-    if (name == loss_products_name(products)) return products;
-  return std::nullopt;
-}
-
 LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16) {
   const LossPlan reference = bf16 ? bf16_plan_candidates(rows, vocab).front() : reference_plan(rows, vocab);
   const int64_t forced_rows = forced_loss_chunk_rows();
@@ -249,8 +253,8 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16) {
     if (!forced_products) {
       static std::once_flag warned;
       std::call_once(warned, [&] {
-        log::warn(sinkgate_env_name("LOSS_PRODUCTS") + "='" + std::string(named) +
-                  "' is not plain, packed, avx512, bf16 or avx512bf16; ignored");
+        log::warn(sinkgate_env_name("LOSS_PRODUCTS") + "='" + std::string(named) + "' is not " + loss_products_names() +
+                  "; ignored");
       });
     }
   }
@@ -288,11 +292,6 @@ LossPlan loss_plan(int64_t rows, int64_t width, int64_t vocab, bool bf16) {
   return *best;
 }
 
-std::string loss_plan_text(const LossPlan& plan) {
-  return std::to_string(plan.chunk_rows) + ":" + loss_products_name(plan.products) + ":" +
-         (plan.row_kernel.empty() ? std::string("portable") : plan.row_kernel);
-}
-
 LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t vocab, bool cpu_bf16) {
   if (cpu_bf16) {  // the CPU loss under bf16 autocast: bf16 products, or the float32 AVX-512 ones where faster
     LossPlan plan = loss_plan(rows, width, vocab, /*bf16=*/true);
@@ -300,43 +299,48 @@ LossPlan fixed_loss_plan(bool cpu_float32, int64_t rows, int64_t width, int64_t 
     if (plan.products == LossProducts::plain || (plan.products == LossProducts::avx512 && !has_avx512_gemm()) ||
         (plan.products == LossProducts::avx512bf16 && !has_avx512_bf16_gemm()))
       plan.products = LossProducts::bf16;
-    plan.row_kernel = switches_row_kernel();
+    plan.row_kernel = switched_row_kernel();
     return plan;
   }
   if (!cpu_float32) {  // cuBLAS or autocast products and ATen's rows: only the chunk is a choice
     const int64_t forced = forced_loss_chunk_rows();
-    return {forced > 0 ? forced : default_loss_chunk_rows(vocab), LossProducts::plain, "portable"};
+    return {forced > 0 ? forced : default_loss_chunk_rows(vocab), LossProducts::plain, RowKernel::portable};
   }
   LossPlan plan = loss_plan(rows, width, vocab);
   // What the switches let run (SINKGATE_CPU_KERNELS), named, as the automatic plan runs it.
   if ((plan.products == LossProducts::packed && !PackedRightOperand::available()) ||
-      (plan.products == LossProducts::avx512 && !has_avx512_gemm()) || bf16_products(plan.products))
+      (plan.products == LossProducts::avx512 && !has_avx512_gemm()) || info(plan.products).bf16_run_only)
     plan.products = LossProducts::plain;
-  plan.row_kernel = switches_row_kernel();
+  plan.row_kernel = switched_row_kernel();
   return plan;
 }
 
-std::string switches_row_kernel() { return has_exp_shifted_rows() ? exp_shifted_rows_isa() : "portable"; }
+LossPlan spelled_loss_plan(const LossPlan& named) {
+  LossPlan plan = named;
+  if (!plan.row_kernel) plan.row_kernel = switched_row_kernel();
+  return plan;
+}
 
-LossPlan spelled_loss_plan(int64_t chunk_rows, const std::string& products, const std::string& row_kernel) {
-  const auto named = loss_products_named(products);
-  if (!named) throw std::invalid_argument("spelled_loss_plan: unknown products '" + products + "'");
-  return {chunk_rows, *named, row_kernel.empty() ? switches_row_kernel() : row_kernel};
+std::string cpu_feature_missing(CpuFeature feature) {
+  switch (feature) {
+    case CpuFeature::none: return "";
+    case CpuFeature::mkl_packed: return PackedRightOperand::present() ? "" : "MKL's packed GEMM is not in this torch";
+    case CpuFeature::avx512f: return cpu_has_row_kernel(RowKernel::avx512f) ? "" : "the CPU has no AVX-512F";
+    case CpuFeature::avx2_fma: return cpu_has_row_kernel(RowKernel::avx2) ? "" : "the CPU lacks AVX2 with FMA";
+    case CpuFeature::bf16_matrix: return cpu_bf16_missing();
+    case CpuFeature::avx512_bf16: return cpu_has_avx512_bf16_gemm() ? "" : "the CPU has no AVX512-BF16";
+  }
+  return "";
 }
 
 std::string loss_plan_missing(const LossPlan& plan) {
   std::vector<std::string> missing;
-  if (plan.products == LossProducts::packed && !PackedRightOperand::present())
-    missing.emplace_back("packed products (MKL's packed GEMM is not in this torch)");
-  if (plan.products == LossProducts::avx512 && !cpu_has_avx512_gemm())
-    missing.emplace_back("AVX-512 products (the CPU has no AVX-512F)");
-  if (plan.products == LossProducts::bf16 && cpu_bf16_features().empty())
-    missing.emplace_back("bf16 products (" + cpu_bf16_missing() + ")");
-  if (plan.products == LossProducts::avx512bf16 && !cpu_has_avx512_bf16_gemm())
-    missing.emplace_back("AVX512-BF16 products (the CPU has no AVX512-BF16)");
-  if ((plan.row_kernel == "avx512f" || plan.row_kernel == "avx2") && !cpu_has_row_kernel(plan.row_kernel))
-    missing.emplace_back(plan.row_kernel + " rows (the CPU lacks " +
-                         (plan.row_kernel == "avx2" ? std::string("AVX2 with FMA") : std::string("AVX-512F")) + ")");
+  const auto& products = info(plan.products);
+  if (const std::string why = cpu_feature_missing(products.needs); !why.empty())
+    missing.push_back(std::string(products.title) + " (" + why + ")");
+  if (plan.row_kernel)
+    if (const std::string why = cpu_feature_missing(info(*plan.row_kernel).needs); !why.empty())
+      missing.push_back(std::string(row_kernel_name(*plan.row_kernel)) + " rows (" + why + ")");
   std::string text;
   for (const auto& item : missing) text += (text.empty() ? "" : " and ") + item;
   return text;
@@ -344,14 +348,8 @@ std::string loss_plan_missing(const LossPlan& plan) {
 
 LossPlan runnable_loss_plan(const LossPlan& plan) {
   LossPlan out = plan;
-  if ((out.products == LossProducts::packed && !PackedRightOperand::present()) ||
-      (out.products == LossProducts::avx512 && !cpu_has_avx512_gemm()) ||
-      (out.products == LossProducts::bf16 && cpu_bf16_features().empty()))
-    out.products = LossProducts::plain;
-  if (out.products == LossProducts::avx512bf16 && !cpu_has_avx512_bf16_gemm())  // oneDNN's bf16 products, if any
-    out.products = cpu_bf16_features().empty() ? LossProducts::plain : LossProducts::bf16;
-  if ((out.row_kernel == "avx512f" || out.row_kernel == "avx2") && !cpu_has_row_kernel(out.row_kernel))
-    out.row_kernel = cpu_has_row_kernel("avx512f") ? "avx512f" : cpu_has_row_kernel("avx2") ? "avx2" : "portable";
+  while (!cpu_runs(out.products)) out.products = info(out.products).instead;  // plain needs nothing
+  if (out.row_kernel && !cpu_has_row_kernel(*out.row_kernel)) out.row_kernel = best_row_kernel();
   return out;
 }
 
@@ -368,16 +366,18 @@ std::vector<std::string> plan_variables_set() {
 
 /// The plan a request names (not auto), on this machine.
 LossPlan named_plan(const LossPlanRequest& request, const std::string& prefix, bool keeps_recorded) {
+  const LossPlan& asked = request.asked;
   if (!request.cpu_float32 && !request.cpu_bf16) {  // cuBLAS products and ATen rows: the chunk is the plan's only choice
-    if (request.products != "plain" || (!request.row_kernel.empty() && request.row_kernel != "portable"))
+    if (asked.products != LossProducts::plain || (asked.row_kernel && *asked.row_kernel != RowKernel::portable))
       log::info(prefix + "on " + request.device + " the loss runs cuBLAS's products and ATen's rows: of loss_plan " +
-                request.text + " only the chunk of " + std::to_string(request.chunk_rows) + " rows applies");
-    return {request.chunk_rows, LossProducts::plain, "portable"};
+                loss_plan_text(asked) + " only the chunk of " + std::to_string(asked.chunk_rows) + " rows applies");
+    return {asked.chunk_rows, LossProducts::plain, RowKernel::portable};
   }
-  LossPlan plan = spelled_loss_plan(request.chunk_rows, request.products, request.row_kernel);
-  if (bf16_products(plan.products) && !request.cpu_bf16)
-    throw UsageError("loss_plan " + request.text + " names " + request.products + " products, which run in a bf16 run only",
-                     "train with --precision bf16, or name float32 products (plain, packed, avx512)");
+  LossPlan plan = spelled_loss_plan(asked);
+  if (info(plan.products).bf16_run_only && !request.cpu_bf16)
+    throw UsageError("loss_plan " + loss_plan_text(asked) + " names " + loss_products_name(plan.products) +
+                         " products, which run in a bf16 run only",
+                     "train with --precision bf16, or name float32 products (" + loss_products_names(ProductsOf::float32_runs) + ")");
   if (request.cpu_bf16 && plan.products == LossProducts::plain) plan.products = LossProducts::bf16;  // autocast's, named so
   const std::string missing = loss_plan_missing(plan);
   if (missing.empty()) return plan;
@@ -394,8 +394,8 @@ LossPlan named_plan(const LossPlanRequest& request, const std::string& prefix, b
 
 LossPlan resolve_run_loss_plan(const LossPlanRequest& request, const std::string& prefix,
                                const std::function<LossPlan(const LossPlan&)>& agree) {
-  const bool automatic = request.chunk_rows == 0;
-  const bool keeps_recorded = request.resume && !request.replaced && request.recorded != "auto";
+  const bool automatic = request.asked.automatic();
+  const bool keeps_recorded = request.resume && !request.replaced && !request.recorded.automatic();
   LossPlan plan = automatic ? fixed_loss_plan(request.cpu_float32, request.rows, request.width, request.vocab,
                                               request.cpu_bf16)
                             : named_plan(request, prefix, keeps_recorded);
@@ -406,11 +406,11 @@ LossPlan resolve_run_loss_plan(const LossPlanRequest& request, const std::string
     for (const auto& name : plan_variables_set()) note += (note.empty() ? "" : ", ") + name;
     log::info(prefix + "loss plan " + text + ", the run's own (recorded in its file)" +
               (note.empty() ? "" : "; " + note + " would choose a new run's plan, not this one's: --set loss_plan=... replaces it"));
-  } else if (request.resume && request.recorded == "auto") {
+  } else if (request.resume && request.recorded.automatic()) {
     log::info(prefix + "loss plan " + text + ": the run file records none (written before sinkgate recorded it), so "
               "this resume fixes one and records it; the steps before may have run another");
-  } else if (request.resume && text != request.recorded) {
-    log::warn("loss plan " + text + " replaces the run's " + request.recorded +
+  } else if (request.resume && plan != request.recorded) {
+    log::warn("loss plan " + text + " replaces the run's " + loss_plan_text(request.recorded) +
               " (--set loss_plan): the resumed run will not be bitwise identical to an uninterrupted one");
   } else {
     log::info(prefix + "loss plan " + text + (automatic ? " (auto: chosen for this machine; recorded in the run file)" : ""));

@@ -152,8 +152,8 @@ const std::vector<Field>& fields() {
       SG_INT_FIELD("eval_seed", train.eval_seed),
       SG_INT_FIELD("checkpoint_interval", train.checkpoint_interval),
       // Run files written before the plan was recorded lack it: read as auto.
-      Field{"loss_plan", [](const RunConfig& c) { return c.train.loss_plan; },
-            [](RunConfig& c, const std::string& v) { c.train.loss_plan = to_string(parse_loss_plan(v)); },
+      Field{"loss_plan", [](const RunConfig& c) { return loss_plan_text(c.train.loss_plan); },
+            [](RunConfig& c, const std::string& v) { c.train.loss_plan = parse_loss_plan(v); },
             /*optional=*/true, /*absent=*/"auto"},
       // Likewise: read as auto, the device's precision, which is what those runs trained in.
       Field{"precision", [](const RunConfig& c) { return std::string(to_string(c.train.precision)); },
@@ -279,7 +279,8 @@ void TrainConfig::validate() const {
   if (telemetry < 0 || telemetry > kMaxIterations)
     throw UsageError("telemetry must lie in [0, " + std::to_string(kMaxIterations) + "], got " + std::to_string(telemetry),
                      "telemetry=N measures the largest attention logit and activation every Nth step; 0 measures none");
-  parse_loss_plan(loss_plan);
+  if (loss_plan.chunk_rows < 0)
+    throw UsageError("loss_plan's chunk rows must be positive, got " + std::to_string(loss_plan.chunk_rows), loss_plan_syntax());
 }
 
 void RunConfig::validate() const {
@@ -324,48 +325,6 @@ Precision resolve_precision(Precision precision, bool bf16_units) {
 }
 
 bool uses_autocast(Precision precision) { return precisions().at(static_cast<size_t>(precision)).autocast; }
-
-LossPlanSpec parse_loss_plan(const std::string& text) {
-  LossPlanSpec spec;
-  if (text == "auto") return spec;
-  const auto fail = [&](const std::string& why) -> LossPlanSpec {
-    throw UsageError("field 'loss_plan': '" + text + "' " + why,
-                     "loss_plan is auto, or ROWS:PRODUCTS[:ROW_KERNEL] with PRODUCTS plain, packed, avx512, bf16 or avx512bf16 and "
-                     "ROW_KERNEL avx512f, avx2 or portable, e.g. --set loss_plan=2048:avx512");
-  };
-  std::vector<std::string> parts;
-  for (size_t begin = 0;;) {
-    const size_t colon = text.find(':', begin);
-    parts.push_back(text.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin));
-    if (colon == std::string::npos) break;
-    begin = colon + 1;
-  }
-  if (parts.size() < 2 || parts.size() > 3) return fail("is not auto or ROWS:PRODUCTS[:ROW_KERNEL]");
-  size_t used = 0;
-  long long rows = 0;
-  try {
-    rows = std::stoll(parts[0], &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != parts[0].size() || rows <= 0) return fail("needs a positive number of rows before ':'");
-  spec.chunk_rows = rows;
-  spec.products = parts[1];
-  if (spec.products != "plain" && spec.products != "packed" && spec.products != "avx512" && spec.products != "bf16" &&
-      spec.products != "avx512bf16")
-    return fail("names products '" + spec.products + "', not plain, packed, avx512, bf16 or avx512bf16");
-  if (parts.size() == 3) {
-    spec.row_kernel = parts[2];
-    if (spec.row_kernel != "avx512f" && spec.row_kernel != "avx2" && spec.row_kernel != "portable")
-      return fail("names the row kernel '" + spec.row_kernel + "', not avx512f, avx2 or portable");
-  }
-  return spec;
-}
-
-std::string to_string(const LossPlanSpec& spec) {
-  if (spec.automatic()) return "auto";
-  return std::to_string(spec.chunk_rows) + ":" + spec.products + (spec.row_kernel.empty() ? "" : ":" + spec.row_kernel);
-}
 
 const std::vector<Tier>& tiers() {
   static const std::vector<Tier> all = build_tiers();

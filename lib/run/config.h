@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/io/loss_plan.h"
 #include "lib/run/arm.h"
 #include "lib/text/token_file.h"
 
@@ -94,9 +95,10 @@ struct TrainConfig {
   int64_t final_eval_batches = 64;
   int64_t eval_seed = 1234;  // seeds the fixed validation batches, the same for every run
   int64_t checkpoint_interval = 1000;
-  /// The loss's plan (LossPlanSpec's text): "auto" until a run fixes it, then the plan it trains
-  /// with, "ROWS:PRODUCTS:ROW_KERNEL", which a resume keeps (lib/SCHEMA.md "loss_plan").
-  std::string loss_plan = "auto";
+  /// The loss's plan (lib/io/loss_plan.h): auto until a run fixes it, then the plan it trains
+  /// with (every path named, "ROWS:PRODUCTS:ROW_KERNEL"), which a resume keeps (lib/SCHEMA.md
+  /// "loss_plan"). Named ones: chosen by the run, the left-out row kernel the best the CPU runs.
+  LossPlan loss_plan;
   /// The training precision (field precision): automatic until a run fixes it (bf16 autocast on a
   /// GPU and on a CPU with bf16 matrix instructions, float32 on other CPUs), then float32 or bf16,
   /// which a resume keeps.
@@ -112,26 +114,6 @@ struct TrainConfig {
   /// kMaxEvalBatches), or inconsistent ones (warmup > iterations, lr_min > lr_peak).
   void validate() const;
 };
-
-/// The loss's plan as a run names it (field loss_plan): "auto" (chosen at the start of the run by
-/// lib/kernels/loss_tuning: the environment, the machine's cache, or a measurement), or
-/// "ROWS:PRODUCTS[:ROW_KERNEL]": ROWS logits rows a chunk (> 0); PRODUCTS plain (torch::mm), packed
-/// (MKL's packed GEMM), avx512 (the loss's own AVX-512 products) or bf16 (a bf16 run's: torch::mm
-/// in bf16); ROW_KERNEL the softmax rows'
-/// kernel, avx512f, avx2 or portable (ATen), where omitted the best this CPU runs.
-struct LossPlanSpec {
-  int64_t chunk_rows = 0;  // 0: auto
-  std::string products;    // "" for auto
-  std::string row_kernel;  // "" for auto, or when not given
-  bool automatic() const { return chunk_rows == 0; }
-};
-
-/// Parses a loss plan; throws UsageError naming the field loss_plan and its syntax.
-LossPlanSpec parse_loss_plan(const std::string& text);
-
-/// The plan's text, as parse_loss_plan reads it ("auto", "2048:avx512", "2048:avx512:avx512f").
-std::string to_string(const LossPlanSpec& spec);
-
 
 /// Everything that defines one training run.
 struct RunConfig {

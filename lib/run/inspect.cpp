@@ -103,7 +103,8 @@ json describe_run(const std::string& path) {
           {"token_file", state.token_file},
           {"token_file_sha256", state.token_file_hash},
           {"tokenizer_record", describe_record(state.tokenizer)},
-          {"loss_plan", config.train.loss_plan == "auto" ? json(nullptr) : json(config.train.loss_plan)},
+          {"loss_plan", config.train.loss_plan.automatic() ? json(nullptr) : json(loss_plan_text(config.train.loss_plan))},
+          {"loss_plan_words", config.train.loss_plan.automatic() ? json(nullptr) : json(loss_plan_words(config.train.loss_plan))},
           {"precision", config.train.precision == Precision::automatic ? json(nullptr) : json(to_string(config.train.precision))},
           {"telemetry", config.train.telemetry},
           {"checkpoint_time", modified_utc(path)},
@@ -180,11 +181,7 @@ void render_run(Lines& lines, const json& r) {
   if (r["loss_plan"].is_null()) {
     lines.add("loss plan", "not recorded (a run file of an older version: a resume fixes one and records it)");
   } else {
-    const auto plan = parse_loss_plan(r["loss_plan"].get<std::string>());
-    lines.add("loss plan", text_of(r["loss_plan"]) + " (chunks of " + std::to_string(plan.chunk_rows) + " rows, " +
-                               plan.products + " products" +
-                               (plan.row_kernel.empty() ? "" : ", " + plan.row_kernel + " softmax rows") +
-                               "; kept by --resume)");
+    lines.add("loss plan", text_of(r["loss_plan"]) + " (" + text_of(r["loss_plan_words"]) + "; kept by --resume)");
   }
   if (r["precision"].is_null())
     lines.add("precision", "not recorded (a run file of an older version: float32 on a CPU, bf16 on a GPU)");

@@ -86,19 +86,12 @@ void check_same_weights(GPTImpl& model, Communicator& communicator, int64_t step
             " ranks hold the same weights after step " + std::to_string(step) + " (sha256 " + digest.substr(0, 16) + "…)");
 }
 
-int64_t row_kernel_number(const std::string& name) { return name == "avx512f" ? 2 : name == "avx2" ? 1 : 0; }
-std::string row_kernel_named(int64_t number) { return number == 2 ? "avx512f" : number == 1 ? "avx2" : "portable"; }
-
 /// The loss plan the run trains with (loss_tuning.h, resolve_run_loss_plan) from config.train.loss_plan;
 /// `recorded` is the run file's plan on a resume. With a communicator, every rank takes rank 0's plan.
-LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, const std::string& recorded,
+LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, const LossPlan& recorded,
                        Communicator* communicator, const std::string& prefix) {
-  const LossPlanSpec spec = parse_loss_plan(config.train.loss_plan);
   LossPlanRequest request;
-  request.text = config.train.loss_plan;
-  request.chunk_rows = spec.chunk_rows;
-  request.products = spec.products;
-  request.row_kernel = spec.row_kernel;
+  request.asked = config.train.loss_plan;
   request.cpu_bf16 = options.device.is_cpu() && config.train.precision == Precision::bf16;
   request.cpu_float32 = options.device.is_cpu() && !request.cpu_bf16;
   request.device = options.device.str();
@@ -106,19 +99,20 @@ LossPlan fix_loss_plan(const RunConfig& config, const TrainOptions& options, con
   request.width = config.model.n_embd;
   request.vocab = config.model.vocab_size;
   request.resume = options.resume;
-  request.replaced = !options.loss_plan.empty();
+  request.replaced = options.loss_plan.has_value();
   request.recorded = recorded;
   std::function<LossPlan(const LossPlan&)> agree;
-  if (communicator)  // rank 0's plan everywhere: one arithmetic for every rank's share
+  if (communicator)  // rank 0's plan everywhere: one arithmetic for every rank's share (the enums' values)
     agree = [&](const LossPlan& plan) {
-      std::vector<torch::Tensor> numbers{torch::tensor({plan.chunk_rows, static_cast<int64_t>(plan.products),
-                                                        row_kernel_number(plan.row_kernel)},
+      const int64_t kernel = plan.row_kernel ? static_cast<int64_t>(*plan.row_kernel) : -1;
+      std::vector<torch::Tensor> numbers{torch::tensor({plan.chunk_rows, static_cast<int64_t>(plan.products), kernel},
                                                        torch::TensorOptions().dtype(torch::kLong))
                                              .to(options.device)};
       communicator->broadcast(numbers, "the broadcast of rank 0's loss plan");
       const auto values = numbers[0].to(torch::kCPU);
+      const int64_t kernel_value = values[2].item<int64_t>();
       return LossPlan{values[0].item<int64_t>(), static_cast<LossProducts>(values[1].item<int64_t>()),
-                      row_kernel_named(values[2].item<int64_t>())};
+                      kernel_value < 0 ? std::nullopt : std::optional<RowKernel>(static_cast<RowKernel>(kernel_value))};
     };
   return resolve_run_loss_plan(request, prefix, agree);
 }
@@ -197,7 +191,7 @@ namespace {
 struct Session {
   RunConfig config;
   RunState state;
-  std::string recorded_plan;  // the run file's loss plan, on a resume
+  LossPlan recorded_plan;  // the run file's loss plan, on a resume
   bool precision_chosen = false;  // "auto" resolved by this session (a new run), not recorded
   std::unique_ptr<Communicator> communicator;
   int64_t world = 1, rank = 0;
@@ -217,7 +211,7 @@ Session open_session(const RunConfig& config_in, const TrainOptions& options, co
     state = read_run_state(options.output);
     config = state.config;  // the run file's configuration wins, but for a new loss plan (a warning)
     session.recorded_plan = config.train.loss_plan;
-    if (!options.loss_plan.empty()) config.train.loss_plan = to_string(parse_loss_plan(options.loss_plan));
+    if (options.loss_plan) config.train.loss_plan = *options.loss_plan;
     if (state.finished) log::info("sg-train: " + options.output + " is already finished");
   } else {
     config.model.validate();
@@ -532,13 +526,13 @@ Provenance fix_arithmetic(Session& session, const TrainOptions& options, GPTImpl
   auto& config = session.config;
   Communicator* communicator = session.communicator.get();
   const LossPlan loss_plan = fix_loss_plan(config, options, session.recorded_plan, communicator, session.prefix);
-  config.train.loss_plan = loss_plan_text(loss_plan);
-  session.state.config.train.loss_plan = config.train.loss_plan;
+  config.train.loss_plan = loss_plan;
+  session.state.config.train.loss_plan = loss_plan;
   model.set_loss_plan(loss_plan);
-  Provenance provenance = with_field(with_field(options.provenance, "loss_plan", config.train.loss_plan),
+  Provenance provenance = with_field(with_field(options.provenance, "loss_plan", loss_plan_text(loss_plan)),
                                      "precision", to_string(config.train.precision));
   provenance.arithmetic = arithmetic_text(options.device) + "; " + to_string(config.train.precision) + "; loss plan " +
-                          config.train.loss_plan +
+                          loss_plan_text(loss_plan) +
                           (communicator ? "; " + std::to_string(communicator->world_size()) + " processes" : "");
   return provenance;
 }

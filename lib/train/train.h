@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,7 +54,7 @@ struct TrainOptions {
   /// true, the step is recorded in the curves (its loss NaN or infinite, no update made) and the
   /// run stops there, unfinished, with a warning: a diverged run of a sweep keeps its curves.
   bool stop_on_nonfinite = false;
-  std::string loss_plan;  // on resume: a loss plan (LossPlanSpec text) replacing the run's own; "" keeps it
+  std::optional<LossPlan> loss_plan;  // on resume: a loss plan replacing the run's own; none keeps it
   DistributedEnv distributed;       // data parallelism (distributed.h); one process when not launched so
   double timeout_seconds = 600;     // of every collective and of the ranks' rendezvous
 };

@@ -52,8 +52,8 @@ TEST_CASE("measure_runs scores a run with the loss plan its file records, whatev
   }
   // Two plans that add up the same loss differently: torch::mm and ATen's softmax rows, and the
   // loss's own AVX-512 products and fast rows.
-  const sg::LossPlan recorded{16, sg::LossProducts::plain, "portable"};
-  const sg::LossPlan other{7, sg::LossProducts::avx512, sg::has_exp_shifted_rows() ? sg::exp_shifted_rows_isa() : "portable"};
+  const sg::LossPlan recorded{16, sg::LossProducts::plain, sg::RowKernel::portable};
+  const sg::LossPlan other{7, sg::LossProducts::avx512, sg::switched_row_kernel()};
   const double own = scored_with(*model, recorded, tokens, config);
   const double elsewise = scored_with(*model, other, tokens, config);
   if (own == elsewise) {
@@ -63,7 +63,7 @@ TEST_CASE("measure_runs scores a run with the loss plan its file records, whatev
 
   sg::RunState state;
   state.config = config;
-  state.config.train.loss_plan = sg::loss_plan_text(recorded);
+  state.config.train.loss_plan = recorded;
   const auto run_path = temp_name("test_runs_run");
   sg::save_run(run_path, /*force=*/true, *model, nullptr, state, sg::Provenance{});
   // The environment asks for the other plan: it chooses the plans of runs that record none.
@@ -88,7 +88,7 @@ TEST_CASE("measure_runs scores a run with the loss plan its file records, whatev
                                              "; loss plan 16:plain:portable, the run's own"));
 
   // A run that records no plan (older versions) is scored with this machine's choice, and says so.
-  state.config.train.loss_plan = "auto";
+  state.config.train.loss_plan = sg::LossPlan{};
   sg::save_run(run_path, /*force=*/true, *model, nullptr, state, sg::Provenance{});
   const auto old_runs = sg::open_runs({run_path}, checks);
   sg::ResultTable old_table;
@@ -109,12 +109,12 @@ TEST_CASE("measure_runs scores a run with the loss plan its file records, whatev
 TEST_CASE("measuring_loss_plan runs a bf16 run's plan in float32: bf16 products as plain ones, avx512bf16 as avx512") {
   auto config = sg::make_run_config("tiny", "baseline", 1);
   config.train.precision = sg::Precision::bf16;
-  config.train.loss_plan = "512:bf16:portable";
+  config.train.loss_plan = sg::parse_loss_plan("512:bf16:portable");
   auto measured = sg::measuring_loss_plan(config, torch::kCPU);
   CHECK(measured.plan.products == sg::LossProducts::plain);
   CHECK(measured.plan.chunk_rows == 512);
   CHECK_THAT(measured.text, Catch::Contains("the bf16 run's 512:bf16:portable in float32"));
-  config.train.loss_plan = "2048:avx512bf16:portable";
+  config.train.loss_plan = sg::parse_loss_plan("2048:avx512bf16:portable");
   measured = sg::measuring_loss_plan(config, torch::kCPU);
   // avx512 where this CPU has AVX-512F; elsewhere what it runs instead, said so.
   CHECK(measured.plan.products == (sg::cpu_has_avx512_gemm() ? sg::LossProducts::avx512 : sg::LossProducts::plain));

@@ -15,16 +15,16 @@ TEST_CASE("exp_shifted_rows: max, exp(x - max) and sums against float64, each in
     WARN("neither AVX-512F nor AVX2 with FMA on this CPU: exp_shifted_rows not tested (the loss uses ATen's sweeps)");
     return;
   }
-  if (kernels.size() == 1) WARN("only the " << kernels[0] << " row kernel runs on this CPU");
+  if (kernels.size() == 1) WARN("only the " << sg::row_kernel_name(kernels[0]) << " row kernel runs on this CPU");
   for (const auto& kernel : kernels) {
-    sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
-    REQUIRE(sg::exp_shifted_rows_isa() == kernel);
+    sg::limit_cpu_kernels_to_avx2(kernel == sg::RowKernel::avx2);
+    REQUIRE(sg::switched_row_kernel() == kernel);
     torch::manual_seed(1);
     // Widths around the 64-wide main loop and the 2,048 summation blocks; logits from tame to
     // far apart (tails that underflow to zero and through the subnormals).
     for (int64_t n : {1, 15, 63, 64, 65, 2047, 2049, 50257}) {
       for (double spread : {1.0, 8.0, 40.0}) {
-        INFO(kernel << ", width " << n << ", spread " << spread);
+        INFO(sg::row_kernel_name(kernel) << ", width " << n << ", spread " << spread);
         const int64_t rows = 5, stride = n + 3;  // a row stride wider than the row
         auto x = (torch::randn({rows, stride}) * spread).contiguous();
         x.index_put_({2, n - 1}, 100.0);  // the maximum at the very end of a row (the tail loop)
@@ -155,9 +155,9 @@ TEST_CASE("exp_shifted_rows: a NaN anywhere in a row makes its sum NaN, other ro
   }
   const int64_t n = 300;
   for (const auto& kernel : kernels) {
-    sg::limit_cpu_kernels_to_avx2(kernel == "avx2");
+    sg::limit_cpu_kernels_to_avx2(kernel == sg::RowKernel::avx2);
     for (int64_t at : {int64_t{0}, int64_t{17}, int64_t{64}, n - 1}) {  // main loops and tails
-      INFO(kernel << ", NaN at " << at);
+      INFO(sg::row_kernel_name(kernel) << ", NaN at " << at);
       auto x = torch::randn({2, n});
       x.index_put_({0, at}, std::nan(""));
       std::vector<float> rowmax(2);

@@ -82,7 +82,7 @@ TEST_CASE("without grad mode the loss runs one matrix product a chunk, with it t
   const auto hidden = torch::randn({96, 16}).requires_grad_(true);
   const auto weight = torch::randn({300, 16}).requires_grad_(true);
   const auto targets = torch::randint(300, {96}, torch::kLong);
-  const sg::LossPlan plan{/*chunk_rows=*/32, sg::LossProducts::plain, ""};
+  const sg::LossPlan plan{/*chunk_rows=*/32, sg::LossProducts::plain, std::nullopt};
   const auto ref = torch::nn::functional::cross_entropy(torch::matmul(hidden.detach().to(torch::kDouble),
                                                                       weight.detach().to(torch::kDouble).t()), targets);
   products = 0;
@@ -148,7 +148,7 @@ TEST_CASE("CPU float32 path (packed GEMM, AVX-512 or AVX2 rows) and its portable
     sg::enable_cpu_kernels(std::string(paths) != "none");
     sg::limit_cpu_kernels_to_avx2(std::string(paths) == "avx2");
     for (int64_t chunk : {0, 13}) {
-      INFO("fast paths " << paths << " (rows: '" << sg::exp_shifted_rows_isa() << "'), chunk rows " << chunk);
+      INFO("fast paths " << paths << " (rows: '" << sg::row_kernel_name(sg::switched_row_kernel()) << "'), chunk rows " << chunk);
       torch::manual_seed(3);
       const int64_t rows = 45, width = 24, vocab = 50257;
       auto hidden = (torch::randn({rows, width}) * 3).requires_grad_(true);
@@ -319,7 +319,7 @@ TEST_CASE("a fixed plan runs the paths it names whatever the switches, and names
       if (!torch::equal(a[i], b[i])) return false;
     return true;
   };
-  std::vector<sg::LossPlan> plans{{32, sg::LossProducts::plain, "portable"}};
+  std::vector<sg::LossPlan> plans{{32, sg::LossProducts::plain, sg::RowKernel::portable}};
   for (const auto& kernel : sg::exp_shifted_rows_kernels()) {
     plans.push_back({32, sg::LossProducts::plain, kernel});
     if (sg::PackedRightOperand::present()) plans.push_back({48, sg::LossProducts::packed, kernel});
@@ -331,25 +331,25 @@ TEST_CASE("a fixed plan runs the paths it names whatever the switches, and names
     CHECK(same(run(plan, true), run(plan, false)));  // SINKGATE_CPU_KERNELS does not change a fixed plan
   }
   // The portable rows are ATen's own: the same bits as a plan that follows switched-off kernels.
-  CHECK(same(run({32, sg::LossProducts::plain, "portable"}, true), run({32, sg::LossProducts::plain, ""}, false)));
+  CHECK(same(run({32, sg::LossProducts::plain, sg::RowKernel::portable}, true), run({32, sg::LossProducts::plain, std::nullopt}, false)));
   // Another chunk adds up in another order: other bits (what a resume on another plan would give).
-  CHECK_FALSE(same(run({32, sg::LossProducts::plain, "portable"}, true), run({96, sg::LossProducts::plain, "portable"}, true)));
+  CHECK_FALSE(same(run({32, sg::LossProducts::plain, sg::RowKernel::portable}, true), run({96, sg::LossProducts::plain, sg::RowKernel::portable}, true)));
   // The text form, and the fixed plan of a GPU or autocast loss: the chunk alone.
-  CHECK(sg::loss_plan_text({4096, sg::LossProducts::packed, "avx512f"}) == "4096:packed:avx512f");
+  CHECK(sg::loss_plan_text({4096, sg::LossProducts::packed, sg::RowKernel::avx512f}) == "4096:packed:avx512f");
   const auto gpu = sg::fixed_loss_plan(/*cpu_float32=*/false, 4096, 768, 50257);
   CHECK(sg::loss_plan_text(gpu) == std::to_string(sg::default_loss_chunk_rows(50257)) + ":plain:portable");
   const auto cpu = sg::fixed_loss_plan(/*cpu_float32=*/true, 64, 16, 97);
-  CHECK(!cpu.row_kernel.empty());
+  CHECK(cpu.row_kernel.has_value());
   CHECK(sg::loss_plan_missing(cpu).empty());
   // What a CPU lacks is named, and replaced by what it runs.
   if (!sg::cpu_has_avx512_gemm()) {
-    const sg::LossPlan wide{512, sg::LossProducts::avx512, "portable"};
+    const sg::LossPlan wide{512, sg::LossProducts::avx512, sg::RowKernel::portable};
     CHECK_THAT(sg::loss_plan_missing(wide), Catch::Contains("AVX-512"));
     CHECK(sg::runnable_loss_plan(wide).products == sg::LossProducts::plain);
   }
-  if (!sg::cpu_has_row_kernel("avx512f")) {
-    CHECK_THAT(sg::loss_plan_missing({512, sg::LossProducts::plain, "avx512f"}), Catch::Contains("avx512f rows"));
-    CHECK(sg::runnable_loss_plan({512, sg::LossProducts::plain, "avx512f"}).row_kernel != "avx512f");
+  if (!sg::cpu_has_row_kernel(sg::RowKernel::avx512f)) {
+    CHECK_THAT(sg::loss_plan_missing({512, sg::LossProducts::plain, sg::RowKernel::avx512f}), Catch::Contains("avx512f rows"));
+    CHECK(sg::runnable_loss_plan({512, sg::LossProducts::plain, sg::RowKernel::avx512f}).row_kernel != sg::RowKernel::avx512f);
   }
 }
 
@@ -396,10 +396,10 @@ TEST_CASE("the CPU bf16 loss (each row kernel, float32 products where named) aga
     bool bf16_products;
   };
   std::vector<Case> cases;
-  std::vector<std::string> kernels{"portable"};
+  std::vector<sg::RowKernel> kernels{sg::RowKernel::portable};
   for (const auto& kernel : sg::exp_shifted_rows_kernels()) kernels.push_back(kernel);
   for (const auto& kernel : kernels) cases.push_back({{32, sg::LossProducts::bf16, kernel}, true, true});
-  cases.push_back({{32, sg::LossProducts::bf16, ""}, true, true});  // the switches' rows
+  cases.push_back({{32, sg::LossProducts::bf16, std::nullopt}, true, true});  // the switches' rows
   if (sg::cpu_has_avx512_gemm()) cases.push_back({{32, sg::LossProducts::avx512, kernels.back()}, true, false});
   cases.push_back({{32, sg::LossProducts::bf16, kernels.back()}, false, false});
   // The loss's own bf16 products: bf16 operands, float32 logits; without autocast plain float32.
@@ -459,19 +459,19 @@ TEST_CASE("the CPU bf16 loss (each row kernel, float32 products where named) aga
     for (size_t i = 0; i < own.size(); ++i) CHECK(torch::equal(own[i], validation[i]));
   }
   // The plan names its products and what the CPU lacks for them.
-  CHECK(sg::loss_plan_text({1024, sg::LossProducts::bf16, "avx512f"}) == "1024:bf16:avx512f");
+  CHECK(sg::loss_plan_text({1024, sg::LossProducts::bf16, sg::RowKernel::avx512f}) == "1024:bf16:avx512f");
   CHECK(sg::loss_products_named("bf16") == sg::LossProducts::bf16);
   CHECK(sg::loss_products_named("avx512bf16") == sg::LossProducts::avx512bf16);
   if (!sg::cpu_has_avx512_bf16_gemm()) {
-    CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::avx512bf16, "portable"}), Catch::Contains("AVX512-BF16"));
-    CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::avx512bf16, "portable"}).products !=
+    CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::avx512bf16, sg::RowKernel::portable}), Catch::Contains("AVX512-BF16"));
+    CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::avx512bf16, sg::RowKernel::portable}).products !=
           sg::LossProducts::avx512bf16);
   }
   if (sg::cpu_bf16_features().empty()) {
-    CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::bf16, "portable"}), Catch::Contains("bf16 products"));
-    CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::bf16, "portable"}).products == sg::LossProducts::plain);
+    CHECK_THAT(sg::loss_plan_missing({1024, sg::LossProducts::bf16, sg::RowKernel::portable}), Catch::Contains("bf16 products"));
+    CHECK(sg::runnable_loss_plan({1024, sg::LossProducts::bf16, sg::RowKernel::portable}).products == sg::LossProducts::plain);
   } else {
-    CHECK(sg::loss_plan_missing({1024, sg::LossProducts::bf16, "portable"}).empty());
+    CHECK(sg::loss_plan_missing({1024, sg::LossProducts::bf16, sg::RowKernel::portable}).empty());
   }
 }
 
@@ -489,5 +489,5 @@ TEST_CASE("the CPU's bf16 features: named, masked by the AVX2 cap, and the refus
   const auto plan = sg::fixed_loss_plan(/*cpu_float32=*/false, 64, 16, 97, /*cpu_bf16=*/true);
   CHECK(plan.products == sg::LossProducts::bf16);
   CHECK(plan.chunk_rows == 64);
-  CHECK(!plan.row_kernel.empty());
+  CHECK(plan.row_kernel.has_value());
 }

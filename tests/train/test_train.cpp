@@ -112,13 +112,13 @@ TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment 
     // The machine's choice when the run starts: chunks of 16 rows.
     sg_test::ScopedEnv chunk("SINKGATE_LOSS_CHUNK_ROWS", "16");
     sg::train(config, options_for(tokens, whole));
-    plan = sg::read_run_state(whole).config.train.loss_plan;
+    plan = sg::loss_plan_text(sg::read_run_state(whole).config.train.loss_plan);
     CHECK_THAT(plan, Catch::StartsWith("16:plain:"));
     for (const auto& path : {parts, replaced}) {
       auto first = options_for(tokens, path);
       first.stop_after = 7;
       sg::train(config, first);
-      CHECK(sg::read_run_state(path).config.train.loss_plan == plan);
+      CHECK(sg::loss_plan_text(sg::read_run_state(path).config.train.loss_plan) == plan);
     }
   }
   // Resumed where the environment (another machine, a cleared cache) would choose chunks of all
@@ -130,7 +130,7 @@ TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment 
   sg::train(config, second);
   const auto a = sg::read_run_state(whole), b = sg::read_run_state(parts);
   CHECK(b.finished);
-  CHECK(b.config.train.loss_plan == plan);
+  CHECK(sg::loss_plan_text(b.config.train.loss_plan) == plan);
   CHECK(a.curves.train_loss == b.curves.train_loss);
   CHECK(a.final_val_loss == b.final_val_loss);
   CHECK(same_weights(whole, parts));
@@ -140,21 +140,21 @@ TEST_CASE("a resume keeps the run's recorded loss plan whatever the environment 
   auto other = options_for(tokens, replaced);
   other.resume = true;
   other.force = false;
-  other.loss_plan = "64:plain";
+  other.loss_plan = sg::parse_loss_plan("64:plain");
   sg::train(config, other);
-  CHECK_THAT(sg::read_run_state(replaced).config.train.loss_plan, Catch::StartsWith("64:plain:"));
+  CHECK_THAT(sg::loss_plan_text(sg::read_run_state(replaced).config.train.loss_plan), Catch::StartsWith("64:plain:"));
   CHECK_FALSE(same_weights(whole, replaced));
   // A run file of an older version records no plan (read as auto): its resume fixes one as the
   // machine chooses (here 64 rows) and records it.
   sg::RunState state;
   state.config = config;
-  REQUIRE(state.config.train.loss_plan == "auto");
+  REQUIRE(state.config.train.loss_plan.automatic());
   sg::save_run(old, /*force=*/true, *sg::build_model(config.model, config.seed), nullptr, state, sg::Provenance{});
   auto resume_old = options_for(tokens, old);
   resume_old.resume = true;
   resume_old.force = false;
   sg::train(config, resume_old);
-  CHECK_THAT(sg::read_run_state(old).config.train.loss_plan, Catch::StartsWith("64:plain:"));
+  CHECK_THAT(sg::loss_plan_text(sg::read_run_state(old).config.train.loss_plan), Catch::StartsWith("64:plain:"));
   for (const auto& path : {whole, parts, replaced, old}) std::remove(path.c_str());
   std::remove(tokens.c_str());
 }
@@ -190,7 +190,7 @@ TEST_CASE("a bf16 run on the CPU records its precision and resumes bitwise, with
   const auto a = sg::read_run_state(whole), b = sg::read_run_state(parts);
   CHECK(a.config.train.precision == sg::Precision::bf16);
   CHECK(b.config.train.precision == sg::Precision::bf16);
-  CHECK_THAT(a.config.train.loss_plan, Catch::Contains(":bf16:") || Catch::Contains(":avx512:"));
+  CHECK_THAT(sg::loss_plan_text(a.config.train.loss_plan), Catch::Contains(":bf16:") || Catch::Contains(":avx512:"));
   CHECK(b.finished);
   CHECK(a.curves.train_loss == b.curves.train_loss);  // bitwise
   CHECK(a.curves.val_loss == b.curves.val_loss);
@@ -421,7 +421,7 @@ TEST_CASE("run files: the configuration and state round-trip, a wrong kind of fi
   expected.train.loss_plan = state.config.train.loss_plan;
   expected.train.precision = sg_test::cpu_trains_bf16_by_default() ? sg::Precision::bf16 : sg::Precision::float32;
   CHECK(sg::to_fields(state.config) == sg::to_fields(expected));
-  CHECK(sg::parse_loss_plan(state.config.train.loss_plan).chunk_rows > 0);
+  CHECK(state.config.train.loss_plan.chunk_rows > 0);
   CHECK(state.finished);
   CHECK(state.step == 12);
   CHECK(state.curves.step.size() == 12);
