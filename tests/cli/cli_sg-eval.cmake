@@ -99,7 +99,7 @@ set_tests_properties("cli: sg-eval and sg-info give one final validation loss an
 # run's plan is the one that runs, bit for bit).
 add_test(NAME "cli: sg-eval and sg-train record the arithmetic: device, threads, the run's loss plan"
          COMMAND bash -c "set -euo pipefail; d='${SG_CLI_DATA}/eval-plan'; rm -rf \"$d\"; mkdir -p \"$d\"
-$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --set loss_plan=16:plain:portable --stop-after 2 \
+$<TARGET_FILE:sg-train> --tokens ${SG_CLI_DATA}/tokens.h5 ${SG_TINY_LINE} --precision float32 --set loss_plan=16:plain:portable --stop-after 2 \
 --threads 1 -o \"$d/run.h5\" --log-level quiet
 SINKGATE_LOSS_PRODUCTS=avx512 $<TARGET_FILE:sg-eval> \"$d/run.h5\" --tokens ${SG_CLI_DATA}/tokens.h5 --batches 1 --threads 1 \
 --log-level quiet -o \"$d/scores.h5\"
