@@ -1,7 +1,8 @@
 # pipelines/fig4.gp — Figure 4: incidence in pretrained models against their size. (a) The mass on
 # the sink (the first four positions), (b) the blind-mass ratio at the 30th percentile (1: routing
 # blind to read norms), (c) the share of content through the quiet band at the 30th percentile; one
-# series per family (GPT-2, Pythia).
+# series per family present (GPT-2, Pythia, and with survey-modern Llama, Mistral, Qwen2, Qwen3,
+# OLMo 2, gpt-oss).
 #
 #   gnuplot -e "data='runs/survey/fig4-models.tsv'; output='runs/survey/fig4.png'" pipelines/fig4.gp
 #
@@ -20,10 +21,11 @@ set datafile separator "\t"
 # The families present (one series each), in this order first.
 seen = " "
 if (has_rows(data)) { stats data using (collect(strcol(1))) nooutput }
-families = ordered("gpt2 gpt_neox sinkgate", seen)
-family_title(f) = f eq "gpt2" ? "GPT-2" : f eq "gpt_neox" ? "Pythia" : f
-array colors[5] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
-array points[5] = [7, 5, 9, 13, 11]
+families = ordered("gpt2 gpt_neox llama mistral qwen2 qwen3 olmo2 gpt_oss sinkgate", seen)
+family_title(f) = f eq "gpt2" ? "GPT-2" : f eq "gpt_neox" ? "Pythia" : f eq "llama" ? "Llama" : f eq "mistral" ? "Mistral" : \
+                  f eq "qwen2" ? "Qwen2" : f eq "qwen3" ? "Qwen3" : f eq "olmo2" ? "OLMo 2" : f eq "gpt_oss" ? "gpt-oss" : f
+array colors[9] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#d62728", "#17becf", "#e377c2", "#444444"]
+array points[9] = [7, 5, 9, 13, 11, 15, 4, 6, 8]
 family(f) = strcol(1) eq f ? $3 : NaN
 
 set terminal pngcairo size 1500,560 font "sans,11" noenhanced
@@ -46,7 +48,7 @@ do for [p = 1:3] {
         at screen 0.01, 0.1 left front
   }
   plot for [i = 1:words(families)] data using (family(word(families, i))):(column(3 + p)) \
-       with linespoints lw 2 pt points[(i - 1) % 5 + 1] lc rgb colors[(i - 1) % 5 + 1] title family_title(word(families, i)), \
+       with linespoints lw 2 pt points[(i - 1) % 9 + 1] lc rgb colors[(i - 1) % 9 + 1] title family_title(word(families, i)), \
        NaN notitle
 }
 unset multiplot

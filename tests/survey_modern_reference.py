@@ -12,6 +12,10 @@ S keys of its window (start max(0, i - W + 1)) and only the other keys it sees r
 learned sink's share (gpt-oss) is 1 - the row's sum, reported as zero_option_mass.
 
 Commands:
+  make-models DIR  the make tests' checkpoints (tests/cli/cli_sg-survey.cmake): DIR/NAME/ for each NAME of
+               MODELS at GPT-2's vocabulary size (sg-survey --vocab the GPT-2 tokenizer), and
+               DIR/llama-steps/stepN/ for N in STEPS: the llama model saved with a different seed each,
+               standing in for intermediate checkpoints; no references.
   models DIR   DIR/NAME/ (the checkpoint) and DIR/NAME.reference.safetensors for each NAME of MODELS:
                  ids I64 (B, T); logits F32 (B, T, V); attention.L F32 (B, H, T, T);
                  read_norms.L F32 (B, H, T) = |v_j|/sqrt(d) of each query head's group;
@@ -133,35 +137,52 @@ def pack_mxfp4(generator, experts, rows, columns):
     return blocks, scales
 
 
+STEPS = [0, 1000, 143000]
+
+
+def save_model(name, folder, seed, **shape):
+    """Family `name` of MODELS with random weights (seed) saved in `folder`; returns the model, read
+    back in float32 as saved."""
+    model_type, options, dtype, shard = MODELS[name]
+    torch.manual_seed(seed)
+    config = AutoConfig.for_model(model_type, **{**SHAPE, **shape}, **options)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    kwargs = {"max_shard_size": shard} if shard else {}
+    if model_type == "gpt_oss":
+        generator = torch.Generator().manual_seed(7)
+        weights = {}
+        for l, layer in enumerate(model.model.layers):
+            for proj in ("gate_up_proj", "down_proj"):
+                weight = getattr(layer.mlp.experts, proj)
+                blocks, scales = pack_mxfp4(generator, weight.shape[0], weight.shape[2], weight.shape[1])
+                with torch.no_grad():
+                    weight.copy_(convert_moe_packed_tensors(blocks, scales, dtype=torch.float32))
+                weights[f"model.layers.{l}.mlp.experts.{proj}_blocks"] = blocks
+                weights[f"model.layers.{l}.mlp.experts.{proj}_scales"] = scales
+        model.save_pretrained(folder)
+        saved = load_file(os.path.join(folder, "model.safetensors"))
+        for l in range(len(model.model.layers)):
+            for proj in ("gate_up_proj", "down_proj"):
+                del saved[f"model.layers.{l}.mlp.experts.{proj}"]
+        saved.update(weights)
+        save_file(saved, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    else:
+        model.to(dtype).save_pretrained(folder, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    return model
+
+
+def make_cli_models(out):
+    for name in MODELS:
+        save_model(name, os.path.join(out, name), sum(map(ord, name)), vocab_size=50257, max_position_embeddings=256)
+    for step in STEPS:
+        save_model("llama", os.path.join(out, "llama-steps", f"step{step}"), step, vocab_size=50257, max_position_embeddings=256)
+
+
 def make_models(out):
     os.makedirs(out, exist_ok=True)
     for name, (model_type, options, dtype, shard) in MODELS.items():
-        torch.manual_seed(sum(map(ord, name)))
-        config = AutoConfig.for_model(model_type, **SHAPE, **options)
-        model = AutoModelForCausalLM.from_config(config).eval()
-        folder = os.path.join(out, name)
-        kwargs = {"max_shard_size": shard} if shard else {}
-        if model_type == "gpt_oss":
-            generator = torch.Generator().manual_seed(7)
-            weights = {}
-            for l, layer in enumerate(model.model.layers):
-                for proj in ("gate_up_proj", "down_proj"):
-                    weight = getattr(layer.mlp.experts, proj)
-                    blocks, scales = pack_mxfp4(generator, weight.shape[0], weight.shape[2], weight.shape[1])
-                    with torch.no_grad():
-                        weight.copy_(convert_moe_packed_tensors(blocks, scales, dtype=torch.float32))
-                    weights[f"model.layers.{l}.mlp.experts.{proj}_blocks"] = blocks
-                    weights[f"model.layers.{l}.mlp.experts.{proj}_scales"] = scales
-            model.save_pretrained(folder)
-            saved = load_file(os.path.join(folder, "model.safetensors"))
-            for l in range(len(model.model.layers)):
-                for proj in ("gate_up_proj", "down_proj"):
-                    del saved[f"model.layers.{l}.mlp.experts.{proj}"]
-            saved.update(weights)
-            save_file(saved, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
-        else:
-            model.to(dtype).save_pretrained(folder, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+        model = save_model(name, os.path.join(out, name), sum(map(ord, name)))
         rng = np.random.default_rng(len(name))
         ids = rng.integers(0, SHAPE["vocab_size"], size=(BATCH, LENGTH)).tolist()
         tensors, windows = reference(model, ids)
@@ -178,9 +199,9 @@ def make_models(out):
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] != "models":
+    if len(argv) != 3 or argv[1] not in ("models", "make-models"):
         sys.exit(__doc__)
-    make_models(argv[2])
+    (make_models if argv[1] == "models" else make_cli_models)(argv[2])
 
 
 if __name__ == "__main__":

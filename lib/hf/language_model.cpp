@@ -61,7 +61,8 @@ std::vector<std::string> model_input_files(const std::string& path, const std::s
   return files;
 }
 
-LanguageModel LanguageModel::load(const std::string& path, const torch::Device& device, const std::string& tokenizer) {
+LanguageModel LanguageModel::load(const std::string& path, const torch::Device& device, const std::string& tokenizer,
+                                  WeightResidence residence) {
   LanguageModel model;
   model.path_ = path;
   model.device_ = device;
@@ -75,7 +76,7 @@ LanguageModel LanguageModel::load(const std::string& path, const torch::Device& 
       model.run_state_ = std::make_shared<RunState>(std::move(exported->state));
       if (exported->sinkgate) model.run_ = load_exported_model(path, model.run_state_->config.model, device).ptr();
     }
-    if (!model.run_) model.pretrained_ = std::make_shared<const PretrainedModel>(PretrainedModel::load(path, device));
+    if (!model.run_) model.pretrained_ = std::make_shared<const PretrainedModel>(PretrainedModel::load(path, device, residence));
     model.name_ = default_model_name(path);
   } else {
     model.run_state_ = std::make_shared<RunState>(read_run_state(path));

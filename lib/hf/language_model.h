@@ -52,8 +52,10 @@ class LanguageModel {
  public:
   /// Loads a run file or a checkpoint folder onto `device` with its tokenizer (`tokenizer` ""
   /// for the default, see the file comment). Throws InputError naming the file (unreadable
-  /// model or vocabulary, a tokenizer whose ids do not fit the model).
-  static LanguageModel load(const std::string& path, const torch::Device& device, const std::string& tokenizer = "");
+  /// model or vocabulary, a tokenizer whose ids do not fit the model). A checkpoint folder's weights
+  /// are held as `residence` says (pretrained.h); a run file's in float32.
+  static LanguageModel load(const std::string& path, const torch::Device& device, const std::string& tokenizer = "",
+                            WeightResidence residence = WeightResidence::float32);
 
   /// A model built in memory (tests, tools that train and then score), named `name`, with its
   /// configuration and a tokenizer read from `vocabulary`.

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -73,29 +75,39 @@ bool parse_activation(const std::string& name, const std::string& path) {
                    "supported: gelu (erf), gelu_new / gelu_pytorch_tanh / gelu_fast (tanh approximation)");
 }
 
-/// Finds, checks and loads the tensors of one checkpoint folder.
+/// Finds, checks and loads the tensors of one checkpoint folder; or, for a per_block model, replays
+/// the tensors kept at load, converted to float32, so that the block readers below serve both.
 class WeightReader {
  public:
+  /// At load: each tensor is checked (presence, shape, dtype, finite values) and returned in
+  /// float32 on the device; with `keep`, returned as stored instead (viewing the file's memory map
+  /// on the CPU) and recorded in `keep` under its stored name.
   WeightReader(const SafetensorsFolder& folder, const PretrainedConfig& config, const torch::Device& device,
+               std::vector<std::string> prefixes, std::map<std::string, torch::Tensor>* keep = nullptr)
+      : folder_(&folder), config_(config), device_(device), prefixes_(std::move(prefixes)), keep_(keep) {}
+  /// A block of a per_block model: the tensors `kept` at load, each converted to float32 when read.
+  WeightReader(const std::map<std::string, torch::Tensor>& kept, const PretrainedConfig& config, const torch::Device& device,
                std::vector<std::string> prefixes)
-      : folder_(folder), config_(config), device_(device), prefixes_(std::move(prefixes)) {}
+      : config_(config), device_(device), prefixes_(std::move(prefixes)), replay_(&kept) {}
 
   /// The stored name of `name` under one of the prefixes, or "" when absent.
   std::string find(const std::string& name) const {
     for (const auto& prefix : prefixes_)
-      if (folder_.contains(prefix + name)) return prefix + name;
+      if (replay_ ? replay_->count(prefix + name) > 0 : folder_->contains(prefix + name)) return prefix + name;
     return "";
   }
 
-  /// The tensor `name` as float32 on the device, after checking presence, shape and dtype.
+  /// The tensor `name` as float32 on the device (as stored when keeping), after checking presence,
+  /// shape and dtype.
   torch::Tensor load(const std::string& name, const std::vector<int64_t>& shape) {
+    if (replay_) return replay_->at(find(name)).to(torch::kFloat32);
     const auto stored = find(name);
     if (stored.empty())
-      throw InputError(folder_.folder() + ": the checkpoint lacks tensor '" + prefixes_.front() + name + "', which a " +
+      throw InputError(folder_->folder() + ": the checkpoint lacks tensor '" + prefixes_.front() + name + "', which a " +
                            config_.model_type() + " model with this config.json has",
                        "is config.json from the same model as the safetensors files?");
-    const auto& entry = folder_.entry(stored);
-    const auto& file = folder_.file_of(stored).path();
+    const auto& entry = folder_->entry(stored);
+    const auto& file = folder_->file_of(stored).path();
     if (entry.shape != shape)
       throw InputError(file + ": tensor '" + stored + "' has shape " + shape_text(entry.shape) + ", but config.json implies " +
                            shape_text(shape),
@@ -110,7 +122,7 @@ class WeightReader {
                        "is config.json from the same model as the safetensors files?");
     count_ += entry.numel();
     used_.insert(stored);
-    auto tensor = load_tensor(folder_, stored).to(device_, torch::kFloat32);
+    const auto tensor = keep_ ? as_stored(stored) : load_tensor(*folder_, stored).to(device_, torch::kFloat32);
     if (!all_finite(tensor))
       throw InputError(file + ": tensor '" + stored + "' holds non-finite values (NaN or infinity)",
                        "the file is damaged; download it again");
@@ -124,19 +136,21 @@ class WeightReader {
     const int64_t groups = columns / 32;
     auto raw = [&](const std::string& part, const std::vector<int64_t>& shape) {
       const auto stored = find(part);
-      if (stored.empty()) throw InputError(folder_.folder() + ": the checkpoint lacks tensor '" + prefixes_.front() + part + "'");
-      const auto& entry = folder_.entry(stored);
+      if (replay_) return replay_->at(stored);
+      if (stored.empty()) throw InputError(folder_->folder() + ": the checkpoint lacks tensor '" + prefixes_.front() + part + "'");
+      const auto& entry = folder_->entry(stored);
       if (entry.shape != shape || entry.dtype != SafetensorsDtype::U8)
-        throw InputError(folder_.file_of(stored).path() + ": tensor '" + stored + "' is " + to_string(entry.dtype) + " " +
+        throw InputError(folder_->file_of(stored).path() + ": tensor '" + stored + "' is " + to_string(entry.dtype) + " " +
                          shape_text(entry.shape) + ", but MXFP4 expert weights of this config.json are U8 " + shape_text(shape));
       used_.insert(stored);
-      return load_tensor(folder_, stored).to(device_);
+      return keep_ ? as_stored(stored) : load_tensor(*folder_, stored).to(device_);
     };
-    if (columns % 32 != 0) throw InputError(folder_.folder() + ": MXFP4 expert weights need a multiple of 32 columns");
+    const std::string what = replay_ ? name : folder_->file_of(find(name + "_blocks")).path() + ": " + name;
+    if (columns % 32 != 0) throw InputError(what + ": MXFP4 expert weights need a multiple of 32 columns");
     const auto blocks = raw(name + "_blocks", {experts, rows, groups, 16});
     const auto scales = raw(name + "_scales", {experts, rows, groups});
-    count_ += experts * rows * columns;
-    return dequantize_mxfp4(blocks, scales, folder_.file_of(find(name + "_blocks")).path() + ": " + name);
+    if (!replay_) count_ += experts * rows * columns;
+    return dequantize_mxfp4(blocks, scales, what);
   }
 
   int64_t count() const { return count_; }
@@ -144,13 +158,28 @@ class WeightReader {
   const std::set<std::string>& used() const { return used_; }
 
  private:
-  const SafetensorsFolder& folder_;
+  /// The stored tensor `name` on the device in its own dtype, kept: on the CPU a view of the file's
+  /// memory map (no copy), on another device a copy there.
+  torch::Tensor as_stored(const std::string& name) {
+    auto tensor = device_.is_cpu() ? map_tensor(*folder_, name) : load_tensor(*folder_, name).to(device_);
+    (*keep_)[name] = tensor;
+    return tensor;
+  }
+
+  const SafetensorsFolder* folder_ = nullptr;
   const PretrainedConfig& config_;
   torch::Device device_;
   std::vector<std::string> prefixes_;
+  std::map<std::string, torch::Tensor>* keep_ = nullptr;
+  const std::map<std::string, torch::Tensor>* replay_ = nullptr;
   int64_t count_ = 0;
   std::set<std::string> used_;
 };
+
+/// The prefixes of a family's stored tensor names (transformers' current one first).
+std::vector<std::string> weight_prefixes(const PretrainedConfig& c) {
+  return {c.architecture == Architecture::gpt2 ? "transformer." : c.architecture == Architecture::gpt_neox ? "gpt_neox." : "model.", ""};
+}
 
 /// Whether an unused tensor `name` of a checkpoint folder is one that transformers itself leaves
 /// unused: per-layer attention buffers that older versions saved (GPT-2's causal mask `attn.bias`
@@ -280,6 +309,13 @@ PretrainedBlock decoder_block(WeightReader& reader, const PretrainedConfig& c, i
     b.out_weight = reader.load(m + "down_proj.weight", {C, I});
   }
   return b;
+}
+
+/// Block l of any family.
+PretrainedBlock read_block(WeightReader& reader, const PretrainedConfig& c, int64_t l) {
+  if (c.architecture == Architecture::gpt2) return gpt2_block(reader, c, l);
+  if (c.architecture == Architecture::gpt_neox) return neox_block(reader, c, l);
+  return decoder_block(reader, c, l);
 }
 
 /// x * rsqrt(mean(x²) + eps) * weight over the last dimension (transformers' RMSNorm, float32).
@@ -521,7 +557,7 @@ PretrainedConfig parse_pretrained_config(const nlohmann::json& object, const std
   return c;
 }
 
-PretrainedModel PretrainedModel::load(const std::string& folder, const torch::Device& device) {
+PretrainedModel PretrainedModel::load(const std::string& folder, const torch::Device& device, WeightResidence residence) {
   PretrainedModel model;
   model.folder_ = folder;
   const std::string config_path = folder + "/config.json";
@@ -533,15 +569,19 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
   torch::NoGradGuard no_grad;
   const int64_t C = c.n_embd, V = c.vocab_size;
   const bool gpt2 = c.architecture == Architecture::gpt2, neox = c.architecture == Architecture::gpt_neox;
-  WeightReader reader(weights, c, device, {gpt2 ? "transformer." : neox ? "gpt_neox." : "model.", ""});
+  std::map<std::string, torch::Tensor> kept;  // per_block: every tensor as stored
+  auto* keep = residence == WeightResidence::per_block ? &kept : nullptr;
+  WeightReader reader(weights, c, device, weight_prefixes(c), keep);
   std::set<std::string> used;  // of an untied output layer
   model.token_embedding_ = reader.load(gpt2 ? "wte.weight" : neox ? "embed_in.weight" : "embed_tokens.weight", {V, C});
   if (gpt2) model.position_embedding_ = reader.load("wpe.weight", {c.n_positions, C});
-  for (int64_t l = 0; l < c.n_layer; ++l)
-    model.blocks_.push_back(gpt2 ? gpt2_block(reader, c, l) : neox ? neox_block(reader, c, l) : decoder_block(reader, c, l));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    auto block = read_block(reader, c, l);  // per_block: checked, then dropped (block() rebuilds it)
+    if (!keep) model.blocks_.push_back(std::move(block));
+  }
   const std::string final_norm = gpt2 ? "ln_f" : neox ? "final_layer_norm" : "norm";
-  model.final_norm_weight_ = reader.load(final_norm + ".weight", {C});
-  if (!c.decoder_family()) model.final_norm_bias_ = reader.load(final_norm + ".bias", {C});
+  model.final_norm_weight_ = reader.load(final_norm + ".weight", {C}).to(torch::kFloat32);
+  if (!c.decoder_family()) model.final_norm_bias_ = reader.load(final_norm + ".bias", {C}).to(torch::kFloat32);
   if (!gpt2) {
     RopeConfig rope = c.rope;
     if (neox) rope = RopeConfig{}, rope.theta = c.rotary_base;
@@ -551,7 +591,7 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
   if (c.tie_word_embeddings) {
     model.head_weight_ = model.token_embedding_;
   } else {
-    WeightReader head(weights, c, device, {""});
+    WeightReader head(weights, c, device, {""}, keep);
     model.head_weight_ = head.load(neox ? "embed_out.weight" : "lm_head.weight", {V, C});
     model.parameter_count_ += head.count();
     used = head.used();
@@ -566,8 +606,16 @@ PretrainedModel PretrainedModel::load(const std::string& folder, const torch::De
                            " model that " + config_path + " describes (" + std::to_string(c.n_layer) + " layer" +
                            (c.n_layer == 1 ? "" : "s") + ")",
                        "is config.json from the same model as the safetensors files?");
+  if (keep) model.stored_ = std::make_shared<const std::map<std::string, torch::Tensor>>(std::move(kept));
   log::debug("pretrained: " + folder + ": " + c.model_type() + ", " + std::to_string(model.parameter_count_) + " parameters");
   return model;
+}
+
+PretrainedBlock PretrainedModel::block(int64_t layer) const {
+  if (!stored_) return blocks_.at(static_cast<size_t>(layer));
+  torch::NoGradGuard no_grad;
+  WeightReader reader(*stored_, config_, device(), weight_prefixes(config_));
+  return read_block(reader, config_, layer);
 }
 
 namespace {
@@ -714,16 +762,20 @@ torch::Tensor PretrainedModel::run(const torch::Tensor& idx, const TelemetryCall
     throw UsageError("sequence of " + std::to_string(offset + length) + " tokens exceeds the context length " +
                          std::to_string(config_.n_positions) + " of " + folder_,
                      "use a shorter sequence");
+  const auto layers = static_cast<size_t>(config_.n_layer);
   if (cache && cache->keys.empty()) {
-    cache->keys.resize(blocks_.size());
-    cache->values.resize(blocks_.size());
+    cache->keys.resize(layers);
+    cache->values.resize(layers);
   }
   torch::NoGradGuard no_grad;
   const auto ids = idx.to(device(), torch::kLong);
-  auto x = F::embedding(ids, token_embedding_);  // (B, T, C)
-  if (position_embedding_.defined()) x = x + position_embedding_.narrow(0, offset, length).unsqueeze(0);
-  for (size_t l = 0; l < blocks_.size(); ++l)
-    x = block_forward(blocks_[l], static_cast<int64_t>(l), x, telemetry, cache);
+  auto x = F::embedding(ids, token_embedding_).to(torch::kFloat32);  // (B, T, C)
+  if (position_embedding_.defined())
+    x = x + position_embedding_.narrow(0, offset, length).to(torch::kFloat32).unsqueeze(0);
+  for (size_t l = 0; l < layers; ++l) {
+    const auto layer = static_cast<int64_t>(l);
+    x = block_forward(block(layer), layer, x, telemetry, cache);  // per_block: this block's float32 weights live only here
+  }
   if (cache) cache->tokens += length;
   return norm(x, final_norm_weight_, final_norm_bias_);
 }
@@ -738,7 +790,18 @@ torch::Tensor PretrainedModel::hidden(const torch::Tensor& idx, PretrainedCache&
 
 torch::Tensor PretrainedModel::head(const torch::Tensor& hidden) const {
   torch::NoGradGuard no_grad;
-  return F::linear(hidden, head_weight_);
+  if (head_weight_.scalar_type() == torch::kFloat32) return F::linear(hidden, head_weight_);
+  // Stored in another dtype (per_block): converted a slice of rows at a time, never whole.
+  constexpr int64_t kRows = 8192;
+  const int64_t vocab = head_weight_.size(0);
+  auto sizes = hidden.sizes().vec();
+  sizes.back() = vocab;
+  auto logits = torch::empty(sizes, hidden.options().dtype(torch::kFloat32));
+  for (int64_t row = 0; row < vocab; row += kRows) {
+    const int64_t rows = std::min(kRows, vocab - row);
+    logits.narrow(-1, row, rows).copy_(F::linear(hidden, head_weight_.narrow(0, row, rows).to(torch::kFloat32)));
+  }
+  return logits;
 }
 
 torch::Tensor PretrainedModel::forward(const torch::Tensor& idx, const TelemetryCallback& telemetry) const {

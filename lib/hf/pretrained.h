@@ -22,7 +22,10 @@
 // all attention biases, query/key RMSNorm per head (qwen3) or over all heads (olmo2), OLMo 2's
 // norms after each sublayer, sliding windows per layer, gpt-oss's learned per-head sink logits.
 //
-// Weights are read in the checkpoint's dtype (F32, F16 or BF16) and computed in float32.
+// Weights are read in the checkpoint's dtype (F32, F16 or BF16) and computed in float32. Where they
+// are held is the caller's choice (WeightResidence): converted to float32 once, at load, or kept as
+// stored (on the CPU, viewing the files' memory maps) and converted one block at a time, when that
+// block runs, so a model needs about its checkpoint's size plus one block in float32.
 // Checked on load (InputError naming the file): config.json fields, every expected tensor
 // present with the shape config.json implies and, when config.json declares a dtype
 // ("torch_dtype" or "dtype"), with that dtype.
@@ -32,6 +35,8 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -139,11 +144,19 @@ struct PretrainedCache {
   int64_t tokens = 0;                       // positions consumed so far
 };
 
+/// How a loaded model holds its weights.
+enum class WeightResidence {
+  float32,    // converted to float32 at load: the fastest forward pass; memory: the float32 size
+  per_block   // as stored (memory-mapped on the CPU, copied on CUDA), each block converted to float32
+              // while it runs, the embeddings' rows as they are looked up and the head when applied
+};
+
 class PretrainedModel {
  public:
-  /// Loads config.json and the safetensors weights of a checkpoint folder onto `device` (float32).
-  /// Throws InputError naming the file and the problem (see the file comment).
-  static PretrainedModel load(const std::string& folder, const torch::Device& device);
+  /// Loads config.json and the safetensors weights of a checkpoint folder onto `device`, held as
+  /// `residence` says. Throws InputError naming the file and the problem (see the file comment).
+  static PretrainedModel load(const std::string& folder, const torch::Device& device,
+                              WeightResidence residence = WeightResidence::float32);
 
   /// idx (B, T) int64 -> logits (B, T, V), float32. T must not exceed n_positions (UsageError).
   /// With a callback, attention is computed explicitly and each layer's telemetry is passed to it;
@@ -165,6 +178,10 @@ class PretrainedModel {
   const std::string& folder() const { return folder_; }
   /// The files read (config.json and the safetensors files), for provenance.
   const std::vector<std::string>& files() const { return files_; }
+  WeightResidence residence() const { return stored_ ? WeightResidence::per_block : WeightResidence::float32; }
+  /// Block `layer`'s weights in float32: held (WeightResidence::float32) or converted from the stored
+  /// tensors now (per_block).
+  PretrainedBlock block(int64_t layer) const;
   /// Parameters as transformers counts them: embeddings, blocks, final norm, and the head once
   /// (none extra when tied).
   int64_t parameter_count() const { return parameter_count_; }
@@ -187,9 +204,11 @@ class PretrainedModel {
   std::string folder_;
   std::vector<std::string> files_;
   int64_t parameter_count_ = 0;
-  torch::Tensor token_embedding_;     // (V, C)
+  torch::Tensor token_embedding_;     // (V, C): float32, or as stored for per_block
   torch::Tensor position_embedding_;  // (n_positions, C), GPT-2 only
-  std::vector<PretrainedBlock> blocks_;
+  std::vector<PretrainedBlock> blocks_;  // float32 residence; empty for per_block
+  // per_block: every block's tensors as stored, by their name in the checkpoint.
+  std::shared_ptr<const std::map<std::string, torch::Tensor>> stored_;
   torch::Tensor final_norm_weight_, final_norm_bias_;
   torch::Tensor head_weight_;         // (V, C): the token embedding when tied
   torch::Tensor inv_freq_;            // (rotary dims / 2) float32; undefined for GPT-2

@@ -1,6 +1,7 @@
 // safetensors.cpp — the safetensors header parser, tensor reader and writer (format in safetensors.h).
 #include "lib/io/safetensors.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -218,6 +219,27 @@ void SafetensorsFile::read(const std::string& name, void* out) const {
                          "': the file shrank to " + std::to_string(in.size()) + " bytes since its header was read",
                      "the file changed or is truncated; re-download it");
   in.read_at(data_start_ + e.begin, static_cast<char*>(out), bytes, "tensor '" + name + "'");
+}
+
+std::shared_ptr<const char> SafetensorsFile::map(const std::string& name) const {
+  const auto& e = entry(name);
+  if (!mapping_) {
+    const auto in = open_input(path_);
+    const uint64_t size = in.size();
+    if (size < data_start_ + e.end)
+      throw InputError(path_ + ": cannot map tensor '" + name + "': the file shrank to " + std::to_string(size) +
+                           " bytes since its header was read",
+                       "the file changed or is truncated; re-download it");
+    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, in.descriptor(), 0);
+    if (address == MAP_FAILED)
+      throw InputError(path_ + ": cannot be memory-mapped (" + std::strerror(errno) + ")",
+                       "is it on a file system that supports mmap? is the address space limited (ulimit -v)?");
+    const auto length = static_cast<size_t>(size);
+    mapping_ = std::shared_ptr<const char>(static_cast<const char*>(address),
+                                           [length](const char* p) { ::munmap(const_cast<char*>(p), length); });
+  }
+  // The aliasing constructor: a pointer to the tensor that keeps the whole map alive.
+  return std::shared_ptr<const char>(mapping_, mapping_.get() + data_start_ + e.begin);
 }
 
 SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {

@@ -12,6 +12,10 @@
 // A checkpoint folder holds either model.safetensors or shards listed by
 // model.safetensors.index.json ({"weight_map": {tensor name: shard file name}}).
 //
+// Mapping: SafetensorsFile::map gives a tensor's bytes inside a read-only, private memory map of
+// the whole file (mapped once, on first use, and unmapped when the last pointer into it goes), so a
+// model read this way holds its weights in the page cache, as stored, instead of a copy of them.
+//
 // Writing: SafetensorsWriter writes one file tensor by tensor (the header first, from the declared
 // entries), so that a whole model never needs a second copy in memory.
 //
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,9 +78,16 @@ class SafetensorsFile {
   /// be read.
   void read(const std::string& name, void* out) const;
 
+  /// One tensor's raw bytes (as read() gives them) inside a read-only memory map of the file; the
+  /// map lives while any returned pointer does. Throws InputError when the name is absent, the
+  /// file shrank since its header was read, or it cannot be mapped. Writing through the pointer
+  /// is a fault; a file truncated while mapped is a SIGBUS on the next read of the lost pages.
+  std::shared_ptr<const char> map(const std::string& name) const;
+
  private:
   std::string path_;
   uint64_t data_start_ = 0;  // 8 + header length
+  mutable std::shared_ptr<const char> mapping_;  // the whole file, mapped on the first map()
   std::map<std::string, SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;
 };
@@ -98,6 +110,8 @@ class SafetensorsFolder {
   const SafetensorsFile& file_of(const std::string& name) const;
   /// As SafetensorsFile::read, from the file that holds the tensor.
   void read(const std::string& name, void* out) const;
+  /// As SafetensorsFile::map, from the file that holds the tensor.
+  std::shared_ptr<const char> map(const std::string& name) const { return file_of(name).map(name); }
   /// The paths of the files read (for provenance).
   std::vector<std::string> paths() const;
 

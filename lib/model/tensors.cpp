@@ -91,6 +91,18 @@ torch::Tensor load_tensor(const SafetensorsFolder& folder, const std::string& na
   return load_tensor(folder.file_of(name), name);
 }
 
+torch::Tensor map_tensor(const SafetensorsFolder& folder, const std::string& name) {
+  const auto& entry = folder.entry(name);
+  const auto dtype = torch_dtype(entry.dtype);
+  if (entry.bytes() == 0) return torch::empty(entry.shape, torch::TensorOptions().dtype(dtype));
+  auto bytes = folder.map(name);
+  if (reinterpret_cast<uintptr_t>(bytes.get()) % static_cast<uintptr_t>(element_size(entry.dtype)) != 0)
+    return load_tensor(folder, name);
+  auto* owner = new std::shared_ptr<const char>(std::move(bytes));
+  return torch::from_blob(const_cast<char*>(owner->get()), entry.shape, [owner](void*) { delete owner; },
+                          torch::TensorOptions().dtype(dtype));
+}
+
 Batch sample_batch(const TokenFile& tokens, Split split, int64_t seed, int64_t first, int64_t count,
                    int64_t context) {
   auto windows = sample_windows(tokens, split, seed, first, count, context);

@@ -36,6 +36,10 @@ bool all_finite(const torch::Tensor& tensor);
 torch::ScalarType torch_dtype(SafetensorsDtype dtype);
 torch::Tensor load_tensor(const SafetensorsFile& file, const std::string& name);
 torch::Tensor load_tensor(const SafetensorsFolder& folder, const std::string& name);
+/// The same tensor viewing the file's read-only memory map (SafetensorsFile::map) instead of a copy:
+/// no memory of its own beyond the page cache, kept alive by the tensor. A tensor whose bytes are not
+/// aligned to its element size is copied (load_tensor). The tensor must never be written in place.
+torch::Tensor map_tensor(const SafetensorsFolder& folder, const std::string& name);
 
 /// A batch of next-token pairs: inputs = tokens[s, s + T), targets = tokens[s + 1, s + T + 1).
 struct Batch {

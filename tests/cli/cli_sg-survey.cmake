@@ -68,6 +68,36 @@ OUT=${SG_SURVEY_DATA}/fig4 2>&1; cat ${SG_SURVEY_DATA}/fig4/survey/table12.md; \
 head -c 4 ${SG_SURVEY_DATA}/fig4/survey/fig4.png | od -An -c | tr -d ' \\n'")
 set_tests_properties("cli: survey.mk renders Table 12 and draws Figure 4" PROPERTIES FIXTURES_REQUIRED sg_survey_model
                      PASS_REGULAR_EXPRESSION "\\| Model \\| Params \\(M\\) \\| Layers \\| Heads \\| Sink mass \\|.*PNG")
+# Beyond the paper, through pipelines/survey.mk: survey-modern adds a tiny random model of every decoder
+# family (tests/survey_modern_reference.py make-models, at GPT-2's vocabulary size) to Table 12 and
+# Figure 4 beside the random GPT-2; survey-training surveys three "steps" (the llama model saved
+# with three seeds) and draws them against training tokens (step N: N × 2,097,152 tokens).
+add_test(NAME "cli: survey.mk tiny random models of each decoder family (fixture)"
+         COMMAND sh -c "rm -rf ${SG_SURVEY_DATA}/modern && ${SG_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/survey_modern_reference.py make-models ${SG_SURVEY_DATA}/modern >/dev/null 2>&1 && cp -r ${SG_SURVEY_DATA}/tiny-gpt2 ${SG_SURVEY_DATA}/modern/")
+set_tests_properties("cli: survey.mk tiny random models of each decoder family (fixture)" PROPERTIES
+                     FIXTURES_SETUP sg_survey_modern FIXTURES_REQUIRED sg_survey_model)
+set(SG_SURVEY_MAKE_LINE "make -s -C ${CMAKE_SOURCE_DIR} -f pipelines/survey.mk BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY} \
+CHECKPOINTS=${SG_SURVEY_DATA}/modern SURVEY_TEXT=${SG_SURVEY_TEXT} SURVEY_BLOCKS=2 SURVEY_BLOCK_LENGTH=64 \
+'SURVEY_FLAGS=--vocab ${SG_GPT2_VOCAB} --threads 1 --log-level quiet'")
+add_test(NAME "cli: survey.mk survey-modern adds every decoder family to Table 12 and Figure 4"
+         COMMAND sh -c "set -e; rm -rf ${SG_SURVEY_DATA}/modern-out; ${SG_SURVEY_MAKE_LINE} OUT=${SG_SURVEY_DATA}/modern-out survey-modern \
+SURVEY_MODELS=tiny-gpt2 'MODERN_MODELS=llama mistral qwen2 qwen3 olmo2 gpt_oss' 2>&1; d=${SG_SURVEY_DATA}/modern-out/survey/modern; \
+cat $d/table12.md; cut -f1 $d/fig4-models.tsv | sort -u | tr '\\n' ' '; echo; head -c 4 $d/fig4.png | od -An -c | tr -d ' \\n'")
+set_tests_properties("cli: survey.mk survey-modern adds every decoder family to Table 12 and Figure 4" PROPERTIES
+  FIXTURES_REQUIRED sg_survey_modern
+  PASS_REGULAR_EXPRESSION "[|] Model [|] Family [|] Attention [|] Params [(]M[)] [|] Layers [|] Heads [|] Sink mass [|][^\n]*\n[^\n]*\n[|] tiny-gpt2 [|] gpt2 [|] mha [|][^\n]*\n[|] llama [|] llama [|] gqa [|][^\n]*\n[|] mistral [|] mistral [|] gqa[+]window [|][^\n]*\n[|] qwen2 [|] qwen2 [|] gqa[+]window [|][^\n]*\n[|] qwen3 [|] qwen3 [|] gqa [|][^\n]*\n[|] olmo2 [|] olmo2 [|] gqa [|][^\n]*\n[|] gpt_oss [|] gpt_oss [|] gqa[+]window[+]sinks [|][^\n]*\n.*# family gpt2 gpt_oss llama mistral olmo2 qwen2 qwen3 \n.*PNG")
+add_test(NAME "cli: survey.mk survey-training tabulates and draws the statistics against training tokens"
+         COMMAND sh -c "set -e; rm -rf ${SG_SURVEY_DATA}/training-out; ${SG_SURVEY_MAKE_LINE} OUT=${SG_SURVEY_DATA}/training-out survey-training \
+SURVEY_TRAINING_MODEL=llama 'SURVEY_TRAINING_STEPS=step0 step1000 step143000' 2>&1; d=${SG_SURVEY_DATA}/training-out/survey/training; \
+cat $d/llama.md $d/llama.tsv; head -c 4 $d/llama.png | od -An -c | tr -d ' \\n'")
+set_tests_properties("cli: survey.mk survey-training tabulates and draws the statistics against training tokens" PROPERTIES
+  FIXTURES_REQUIRED sg_survey_modern
+  PASS_REGULAR_EXPRESSION "[|] Checkpoint [|] Sink mass [|] r0 ratio [|] Blind-mass ratio @30 [|][^\n]*\n[^\n]*\n[|] llama/step0 [|][^\n]*\n[|] llama/step1000 [|][^\n]*\n[|] llama/step143000 [|][^\n]*\n# model\tstep\ttokens\tsink_mass\tr0_ratio\tblind_ratio_p30\nllama\tstep0\t0\t[^\n]*\nllama\tstep1000\t2097152000\t[^\n]*\nllama\tstep143000\t299892736000\t[^\n]*\n.*PNG")
+add_test(NAME "cli: survey.mk survey-training names a step folder that is missing"
+         COMMAND sh -c "${SG_SURVEY_MAKE_LINE} OUT=${SG_SURVEY_DATA}/training-missing survey-training SURVEY_TRAINING_MODEL=llama 'SURVEY_TRAINING_STEPS=step0 step7' 2>&1; echo \"exit $?\"")
+set_tests_properties("cli: survey.mk survey-training names a step folder that is missing" PROPERTIES
+  FIXTURES_REQUIRED sg_survey_modern PASS_REGULAR_EXPRESSION "llama-steps/step7/config.json is missing: download revision step7 of llama[^\n]*\n.*exit 2")
+
 # These read a page of the tests' corpus (SG_SURVEY_TEXT).
 list(APPEND SG_CORPUS_TESTS
   "cli: sg-survey tiny sinktoken run (fixture)"
@@ -80,6 +110,9 @@ list(APPEND SG_CORPUS_TESTS
   "cli: sg-survey refuses --name with several checkpoints"
   "cli: sg-survey refuses a percentile outside (0, 100)"
   "cli: survey.mk renders Table 12 and draws Figure 4"
+  "cli: survey.mk survey-modern adds every decoder family to Table 12 and Figure 4"
+  "cli: survey.mk survey-training tabulates and draws the statistics against training tokens"
+  "cli: survey.mk survey-training names a step folder that is missing"
 )
 
 # A config.json nested 200,000 levels deep crashed sg-sample, sg-eval and sg-survey (the stack

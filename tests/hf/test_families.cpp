@@ -5,7 +5,8 @@
 // alternating windows, yarn, mixture of experts in MXFP4), tiny random models made and run by
 // tests/survey_modern_reference.py must give transformers' logits, per-head attention weights,
 // read norms, sink share and the survey statistics computed there row by row; MXFP4 blocks
-// dequantise as transformers does; bad checkpoints are refused naming the file.
+// dequantise as transformers does; bad checkpoints are refused naming the file. Each model is read
+// both with its weights converted to float32 at load and kept as stored, converted block by block.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -27,6 +28,9 @@ using Catch::Matchers::Contains;
 namespace {
 
 const std::vector<std::string> kModels = {"llama", "mistral", "qwen2", "qwen3", "olmo2", "gpt_oss"};
+// Both ways of holding the weights: converted at load, and kept as stored (memory-mapped) and
+// converted block by block while each runs (sg-survey's).
+const std::vector<sg::WeightResidence> kResidences = {sg::WeightResidence::float32, sg::WeightResidence::per_block};
 
 const std::string& fixtures() { return sg_test::families_fixtures(); }
 
@@ -47,9 +51,10 @@ void copy_with_config(const std::string& name, const std::string& dir, const std
 }  // namespace
 
 TEST_CASE("families: logits, attention, read norms and sinks match transformers", "[families][reference]") {
-  for (const auto& name : kModels) {
-    INFO("model " << name);
-    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU);
+  for (const auto& name : kModels)
+  for (const auto residence : kResidences) {
+    INFO("model " << name << (residence == sg::WeightResidence::per_block ? ", weights per block" : ", weights in float32"));
+    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU, residence);
     const auto reference = sg::SafetensorsFile::open(fixtures() + "/" + name + ".reference.safetensors");
     const auto ids = sg::load_tensor(reference, "ids");
     CHECK(model.parameter_count() == std::stoll(reference.metadata().at("parameters")));
@@ -65,8 +70,9 @@ TEST_CASE("families: logits, attention, read norms and sinks match transformers"
         phantom = std::max(phantom, max_difference(t.phantom_mass, sg::load_tensor(reference, "phantom." + l)));
     });
     const double explicit_error = max_difference(logits, expected);
-    std::printf("%-8s max |logits - transformers| fused %.2e explicit %.2e; attention %.2e, read norms %.2e, sink %.2e\n",
-                name.c_str(), fused, explicit_error, attention, norms, phantom);
+    std::printf("%-8s %-9s max |logits - transformers| fused %.2e explicit %.2e; attention %.2e, read norms %.2e, sink %.2e\n",
+                name.c_str(), residence == sg::WeightResidence::per_block ? "per-block" : "float32", fused, explicit_error,
+                attention, norms, phantom);
     CHECK(fused < 1e-4);
     CHECK(explicit_error < 1e-4);
     CHECK(attention < 1e-5);
@@ -76,9 +82,10 @@ TEST_CASE("families: logits, attention, read norms and sinks match transformers"
 }
 
 TEST_CASE("families: decoding with the key-value cache gives transformers' logits", "[families][reference]") {
-  for (const auto& name : kModels) {
-    INFO("model " << name);
-    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU);
+  for (const auto& name : kModels)
+  for (const auto residence : kResidences) {
+    INFO("model " << name << (residence == sg::WeightResidence::per_block ? ", weights per block" : ", weights in float32"));
+    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU, residence);
     const auto reference = sg::SafetensorsFile::open(fixtures() + "/" + name + ".reference.safetensors");
     const auto ids = sg::load_tensor(reference, "ids");
     sg::PretrainedCache cache;
@@ -90,9 +97,10 @@ TEST_CASE("families: decoding with the key-value cache gives transformers' logit
 }
 
 TEST_CASE("families: survey statistics match the row-by-row reference on transformers' outputs", "[families][reference]") {
-  for (const auto& name : kModels) {
-    INFO("model " << name);
-    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU);
+  for (const auto& name : kModels)
+  for (const auto residence : kResidences) {
+    INFO("model " << name << (residence == sg::WeightResidence::per_block ? ", weights per block" : ", weights in float32"));
+    const auto model = sg::PretrainedModel::load(fixtures() + "/" + name, torch::kCPU, residence);
     const auto reference = sg::SafetensorsFile::open(fixtures() + "/" + name + ".reference.safetensors");
     const auto& metadata = reference.metadata();
     std::vector<int64_t> windows;
