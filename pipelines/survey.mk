@@ -90,14 +90,18 @@ $(SURVEY_DIR)/fig4.tsv: $(SURVEY_RESULTS)
 
 # Figure 4: sink mass, blind-mass ratio and content share @30 of every model against its size.
 SURVEY_PIPELINES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+# Figure 4's numbers and drawing, shared by the paper's models and survey-modern's: the models' result
+# tables ($^) in the order $(1), and the figure of $<.
+survey_fig4_table = $(BIN)/sg-tabulate $^ --where scope=model --where statistic=sink_mass,blind_ratio_p30,content_share_p30 \
+    --rows family,model,params_m --cols statistic --cell value --se none --order model=$(1) \
+    --col-order sink_mass,blind_ratio_p30,content_share_p30 --format tsv -o $@ --force
+survey_fig4_draw = gnuplot -e "data='$<'; output='$@'; text='$(SURVEY_BLOCKS) blocks of $(SURVEY_BLOCK_LENGTH) tokens of $(SURVEY_TEXT)'" \
+    $(SURVEY_PIPELINES)/fig4.gp
 $(SURVEY_DIR)/fig4-models.tsv: $(SURVEY_RESULTS)
 	$(survey_need_results)
-	$(BIN)/sg-tabulate $^ --where scope=model --where statistic=sink_mass,blind_ratio_p30,content_share_p30 \
-	    --rows family,model,params_m --cols statistic --cell value --se none --order model=$(SURVEY_ORDER) \
-	    --col-order sink_mass,blind_ratio_p30,content_share_p30 --format tsv -o $@ --force
+	$(call survey_fig4_table,$(SURVEY_ORDER))
 $(SURVEY_DIR)/fig4.png: $(SURVEY_DIR)/fig4-models.tsv $(SURVEY_PIPELINES)/fig4.gp $(SURVEY_PIPELINES)/figures.gp
-	gnuplot -e "data='$<'; output='$@'; text='$(SURVEY_BLOCKS) blocks of $(SURVEY_BLOCK_LENGTH) tokens of $(SURVEY_TEXT)'" \
-	    $(SURVEY_PIPELINES)/fig4.gp
+	$(survey_fig4_draw)
 
 # Beyond the paper: Table 12 and Figure 4 over the paper's models present and today's, MODERN_MODELS
 # (folders $(CHECKPOINTS)/NAME of any family sg-survey reads; docs/data.md has the downloads). The
@@ -125,12 +129,9 @@ $(MODERN_DIR)/table12.tsv: $(MODERN_ALL:%=$(SURVEY_DIR)/%.h5)
 $(MODERN_DIR)/fig4-models.tsv: $(MODERN_ALL:%=$(SURVEY_DIR)/%.h5)
 	$(modern_need_results)
 	@mkdir -p $(@D)
-	$(BIN)/sg-tabulate $^ --where scope=model --where statistic=sink_mass,blind_ratio_p30,content_share_p30 \
-	    --rows family,model,params_m --cols statistic --cell value --se none --order model=$(MODERN_ORDER) \
-	    --col-order sink_mass,blind_ratio_p30,content_share_p30 --format tsv -o $@ --force
+	$(call survey_fig4_table,$(MODERN_ORDER))
 $(MODERN_DIR)/fig4.png: $(MODERN_DIR)/fig4-models.tsv $(SURVEY_PIPELINES)/fig4.gp $(SURVEY_PIPELINES)/figures.gp
-	gnuplot -e "data='$<'; output='$@'; text='$(SURVEY_BLOCKS) blocks of $(SURVEY_BLOCK_LENGTH) tokens of $(SURVEY_TEXT)'" \
-	    $(SURVEY_PIPELINES)/fig4.gp
+	$(survey_fig4_draw)
 
 # Over training: the intermediate checkpoints of one model, folders $(SURVEY_TRAINING_DIR)/STEP for
 # STEP in SURVEY_TRAINING_STEPS (Pythia's revisions step0 … step143000, OLMo 2's
